@@ -1,0 +1,1 @@
+"""Command-line entry points: ``sundial`` and the ``kubectl-sundial`` plugin."""

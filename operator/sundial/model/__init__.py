@@ -1,0 +1,62 @@
+"""Pydantic v2 models of the ScheduledJob spec and status (DESIGN §2, §6).
+
+Validation errors name the field with its camelCase path, for example ``spec.retry.maxAttempts``.
+"""
+
+from sundial.model.enums import (
+    CompleteReason,
+    ConcurrencyPolicy,
+    ConditionType,
+    DeadLetterReason,
+    RunResult,
+    Trigger,
+)
+from sundial.model.errors import SpecError, SpecProblem
+from sundial.model.resource import ObjectMeta, ScheduledJob, parse_spec, parse_status
+from sundial.model.spec import (
+    Backoff,
+    CatchUp,
+    DaylightSaving,
+    DeadLetterSpec,
+    JobTemplate,
+    Retry,
+    ScheduledJobSpec,
+)
+from sundial.model.status import (
+    ActiveRun,
+    Condition,
+    Counters,
+    DeadLetter,
+    PendingRetry,
+    RunRecord,
+    ScheduledJobStatus,
+)
+
+__all__ = [
+    "ActiveRun",
+    "Backoff",
+    "CatchUp",
+    "CompleteReason",
+    "ConcurrencyPolicy",
+    "Condition",
+    "ConditionType",
+    "Counters",
+    "DaylightSaving",
+    "DeadLetter",
+    "DeadLetterReason",
+    "DeadLetterSpec",
+    "JobTemplate",
+    "ObjectMeta",
+    "PendingRetry",
+    "Retry",
+    "RunRecord",
+    "RunResult",
+    "ScheduledJob",
+    "ScheduledJobSpec",
+    "ScheduledJobStatus",
+    "SpecError",
+    "SpecProblem",
+    "Trigger",
+    "parse_spec",
+    "parse_status",
+]

@@ -1,0 +1,109 @@
+"""The ScheduledJob object as the operator reads it: metadata, a parsed spec (or why not) and status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from sundial import schedule
+from sundial.model.errors import SpecError, SpecProblem, problems_from
+from sundial.model.spec import ScheduledJobSpec
+from sundial.model.status import ScheduledJobStatus
+
+GROUP = "sundial.dev"
+VERSION = "v1alpha1"
+PLURAL = "scheduledjobs"
+KIND = "ScheduledJob"
+
+
+@dataclass(frozen=True)
+class ObjectMeta:
+    """The metadata fields Sundial uses."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int = 0
+    resource_version: str = ""
+    creation_timestamp: datetime | None = None
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    deletion_timestamp: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ScheduledJob:
+    """A ScheduledJob: ``spec`` is None when it is invalid, and then ``spec_error`` says why."""
+
+    metadata: ObjectMeta
+    spec: ScheduledJobSpec | None
+    spec_error: SpecError | None
+    status: ScheduledJobStatus
+    raw_spec: Mapping[str, Any]
+
+    @classmethod
+    def from_dict(cls, body: Mapping[str, Any]) -> ScheduledJob:
+        """Parse an object as the API returns it. Never raises for a bad spec or status."""
+        meta = body.get("metadata") or {}
+        created = meta.get("creationTimestamp")
+        deleted = meta.get("deletionTimestamp")
+        metadata = ObjectMeta(
+            name=str(meta.get("name", "")),
+            namespace=str(meta.get("namespace", "")),
+            uid=str(meta.get("uid", "")),
+            generation=int(meta.get("generation") or 0),
+            resource_version=str(meta.get("resourceVersion", "")),
+            creation_timestamp=_maybe_time(created),
+            annotations=dict(meta.get("annotations") or {}),
+            deletion_timestamp=_maybe_time(deleted),
+        )
+        raw_spec = body.get("spec") or {}
+        spec: ScheduledJobSpec | None = None
+        error: SpecError | None = None
+        try:
+            spec = parse_spec(raw_spec)
+        except SpecError as problem:
+            error = problem
+        return cls(
+            metadata=metadata,
+            spec=spec,
+            spec_error=error,
+            status=parse_status(body.get("status") or {}),
+            raw_spec=raw_spec,
+        )
+
+
+def _maybe_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return schedule.parse_rfc3339(value, field="metadata")
+    except schedule.ScheduleError:
+        return None
+
+
+def parse_spec(raw: Mapping[str, Any]) -> ScheduledJobSpec:
+    """Validate a spec; a :class:`SpecError` names every invalid field (``spec.…``)."""
+    if not isinstance(raw, Mapping):
+        raise SpecError([SpecProblem(path="spec", message="must be an object")])
+    try:
+        return ScheduledJobSpec.model_validate(dict(raw))
+    except ValidationError as error:
+        raise SpecError(problems_from(error, root="spec")) from None
+
+
+def parse_status(raw: Mapping[str, Any]) -> ScheduledJobStatus:
+    """Read a status; an unreadable one (hand-edited, from a future version) starts afresh."""
+    try:
+        return ScheduledJobStatus.model_validate(dict(raw))
+    except ValidationError:
+        return ScheduledJobStatus()
+
+
+def dump_status(status: ScheduledJobStatus) -> dict[str, Any]:
+    """The status as JSON-ready camelCase, without unset optional fields."""
+    result: dict[str, Any] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return result

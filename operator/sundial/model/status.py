@@ -1,0 +1,132 @@
+"""``ScheduledJob.status`` (DESIGN §6). Written only through the status subresource, as compare-and-set."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from sundial.model.base import StatusModel
+from sundial.model.enums import DeadLetterReason, RunResult, Trigger
+from sundial.model.types import Timestamp
+
+#: Bounds of the status lists (mirrored in the CRD's maxItems).
+MAX_ACTIVE = 100
+MAX_PENDING_RETRIES = 100
+MAX_RECENT_RUNS = 20
+MAX_DEAD_LETTERS = 100
+MAX_CONDITIONS = 8
+
+
+class Condition(StatusModel):
+    """A ``metav1.Condition``."""
+
+    type: str
+    status: str  # "True" | "False" | "Unknown"
+    reason: str
+    message: str = ""
+    last_transition_time: Timestamp
+    observed_generation: int | None = None
+
+
+class ActiveRun(StatusModel):
+    """A claimed attempt: recorded here (the claim) before its Job is created."""
+
+    scheduled_time: Timestamp
+    """Nominal time of the run: its identity forever."""
+    attempt: int = Field(ge=1)
+    job: str
+    """Deterministic name of this attempt's Job."""
+    trigger: Trigger
+    claimed_at: Timestamp
+    job_seen: bool = False
+    """True once the operator has observed the Job, so its later absence means JobLost."""
+    attempt_limit: int | None = None
+    """Last attempt allowed for this run (set for redriven runs); None: ``spec.retry.maxAttempts``."""
+
+
+class PendingRetry(StatusModel):
+    """A failed run waiting for its next attempt."""
+
+    scheduled_time: Timestamp
+    attempt: int = Field(ge=2)
+    """The attempt that will be made next."""
+    not_before: Timestamp
+    trigger: Trigger
+    """The trigger of the run's first attempt (manual, schedule, ...)."""
+    last_job: str
+    last_failure: str = ""
+    attempt_limit: int | None = None
+    """Last attempt allowed for this run (set for redriven runs); None: ``spec.retry.maxAttempts``."""
+
+
+class RunRecord(StatusModel):
+    """A finished run, newest last; bounded."""
+
+    scheduled_time: Timestamp
+    attempts: int = Field(ge=0)
+    result: RunResult
+    job: str | None = None
+    trigger: Trigger
+    started_at: Timestamp | None = None
+    finished_at: Timestamp
+
+
+class DeadLetter(StatusModel):
+    """A run whose attempts ran out; kept (bounded) until redriven."""
+
+    scheduled_time: Timestamp
+    attempts: int = Field(ge=0)
+    last_job: str | None = None
+    reason: DeadLetterReason
+    message: str = ""
+    trigger: Trigger
+    dead_lettered_at: Timestamp
+
+
+class Counters(StatusModel):
+    """Monotonic counters since the object was created."""
+
+    runs: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retried: int = 0
+    missed: int = 0
+    skipped: int = 0
+    dead_lettered: int = 0
+
+
+class ScheduledJobStatus(StatusModel):
+    """Everything the operator knows about a ScheduledJob, and nothing it could re-derive cheaply."""
+
+    observed_generation: int | None = None
+    conditions: tuple[Condition, ...] = ()
+    next_schedule_time: Timestamp | None = None
+    last_schedule_time: Timestamp | None = None
+    """Nominal time of the newest run that was started."""
+    schedule_cursor: Timestamp | None = None
+    """Every nominal time at or before this instant has been handled (run, skipped or missed)."""
+    last_successful_time: Timestamp | None = None
+    last_failure_time: Timestamp | None = None
+    active: tuple[ActiveRun, ...] = ()
+    pending_retries: tuple[PendingRetry, ...] = ()
+    recent_runs: tuple[RunRecord, ...] = ()
+    dead_letters: tuple[DeadLetter, ...] = ()
+    counters: Counters = Counters()
+    consecutive_dead_letters: int = 0
+    """Dead-lettered runs since the last success; drives ``deadLetter.suspendAfter``."""
+    circuit_generation: int | None = None
+    """The generation at which the suspendAfter circuit opened (a spec change closes it)."""
+    last_handled_trigger: str | None = None
+    last_handled_redrive: str | None = None
+    finished_at: Timestamp | None = None
+    """One-offs: when the object completed (drives ttlSecondsAfterFinished)."""
+
+    def condition(self, kind: str) -> Condition | None:
+        """The condition of this type, if present."""
+        return next((c for c in self.conditions if c.type == kind), None)
+
+
+def utc_key(value: datetime) -> str:
+    """A stable text key for a nominal time, used to match runs across lists."""
+    return value.isoformat()

@@ -1,0 +1,51 @@
+"""Field types shared by spec and status: Go-style durations and RFC 3339 UTC timestamps."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, PlainSerializer
+
+from sundial import schedule
+
+
+def _to_duration(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return schedule.parse_duration(value, field="duration")
+        except schedule.ScheduleError as error:
+            raise ValueError(error.message) from None
+    if isinstance(value, timedelta):
+        if value < timedelta(0):
+            raise ValueError("must not be negative")
+        return value
+    raise ValueError('must be a duration string such as "30s", "5m" or "1h30m"')
+
+
+def _to_timestamp(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return schedule.parse_rfc3339(value, field="timestamp")
+        except schedule.ScheduleError as error:
+            raise ValueError(error.message) from None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError("must carry a time zone offset (naive datetimes are refused)")
+        return value
+    raise ValueError('must be an RFC 3339 timestamp such as "2026-12-24T18:00:00+01:00"')
+
+
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(_to_duration),
+    PlainSerializer(schedule.format_duration, return_type=str),
+]
+"""A non-negative Go-style duration ("30s", "1h30m"), serialized back to that form."""
+
+Timestamp = Annotated[
+    datetime,
+    BeforeValidator(_to_timestamp),
+    PlainSerializer(schedule.format_rfc3339, return_type=str),
+]
+"""A time-zone-aware instant, written as RFC 3339 in UTC ("2026-12-24T17:00:00Z")."""

@@ -1,0 +1,37 @@
+"""The planner's input context and output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sundial.model.status import ScheduledJobStatus
+from sundial.planner.actions import Action
+
+
+@dataclass(frozen=True)
+class Context:
+    """The environment of one planning pass."""
+
+    now: datetime
+    """UTC-aware; the only clock the planner knows."""
+    fencing_token: str
+    """``<shard>-<lease transitions>`` of the acting replica, stamped on every Job it creates."""
+    max_enumerated_runs: int = 10_000
+    """Bound on nominal times enumerated per pass (a per-second schedule after a long outage)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything one pass decided.
+
+    The runtime writes ``status`` first, as a compare-and-set on the object's resourceVersion, when
+    ``write_status`` is true (that write is the claim); only after it succeeds does it run ``actions`` in
+    order. A 409 means another writer moved first: re-read the object from the API and plan again.
+    """
+
+    status: ScheduledJobStatus
+    write_status: bool
+    actions: tuple[Action, ...]
+    wake_at: datetime | None
+    """When to plan this object again at the latest (None: only on a change)."""
