@@ -1,0 +1,55 @@
+# Sundial: the two commands of the README are `make dev` and `make test`.
+# Everything else here is a building block of those two.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+SANDBOX_DIR ?= .sundial/sandbox
+PYTEST_ARGS ?=
+
+.PHONY: dev test venv controlplane lint typecheck imports unit e2e check-crds clean
+
+## Runs Sundial on a local sandbox cluster with example ScheduledJobs firing (Ctrl-C stops it).
+dev: venv controlplane
+	$(BIN)/sundial dev --dir $(SANDBOX_DIR)
+
+## The whole test suite: quality gates, unit tests and end-to-end tests on a real control plane.
+test: venv controlplane lint typecheck imports check-crds
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+## A virtualenv with Sundial (editable) and its pinned development tools; reinstalled when pyproject changes.
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+## etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, built once and cached outside the repo.
+controlplane:
+	bash tools/controlplane/build.sh
+
+lint:
+	$(BIN)/ruff check operator tests
+	$(BIN)/ruff format --check operator tests
+
+typecheck:
+	$(BIN)/mypy
+
+imports:
+	$(BIN)/lint-imports
+
+check-crds:
+	@if [ -x tools/check-crds.sh ]; then bash tools/check-crds.sh; fi
+
+unit:
+	$(BIN)/pytest -m 'not e2e' $(PYTEST_ARGS)
+
+e2e:
+	$(BIN)/pytest -m e2e $(PYTEST_ARGS)
+
+clean:
+	-$(BIN)/sundial sandbox stop --dir $(SANDBOX_DIR)
+	rm -rf $(VENV) .sundial .pytest_cache .mypy_cache .ruff_cache
