@@ -1,0 +1,38 @@
+"""``sundial.schedule``: the pure time layer (DESIGN §3).
+
+Cron parsing (with Jenkins ``H``), time zones, DST policies, nominal run times, catch-up planning,
+jitter, retry backoff and RFC 3339/duration formats. Imports nothing else from ``sundial`` and never
+reads the clock: ``now`` and ``after`` are always arguments, and every instant is an aware UTC datetime.
+"""
+
+from sundial.schedule.backoff import backoff_delay
+from sundial.schedule.catchup import CatchUp, plan_catch_up
+from sundial.schedule.cron import CronExpression, parse_cron
+from sundial.schedule.durations import format_duration, parse_duration
+from sundial.schedule.errors import ScheduleError
+from sundial.schedule.jitter import jitter_offset
+from sundial.schedule.policies import CatchUpPolicy, RepeatedTime, SkippedTime
+from sundial.schedule.rfc3339 import format_rfc3339, parse_rfc3339
+from sundial.schedule.timetable import Timetable, build_timetable
+from sundial.schedule.zones import load_zone, require_utc
+
+__all__ = [
+    "CatchUp",
+    "CatchUpPolicy",
+    "CronExpression",
+    "RepeatedTime",
+    "ScheduleError",
+    "SkippedTime",
+    "Timetable",
+    "backoff_delay",
+    "build_timetable",
+    "format_duration",
+    "format_rfc3339",
+    "jitter_offset",
+    "load_zone",
+    "parse_cron",
+    "parse_duration",
+    "parse_rfc3339",
+    "plan_catch_up",
+    "require_utc",
+]
