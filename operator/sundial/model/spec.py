@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from sundial import schedule
+from sundial.schedule import Timetable
 from sundial.model.base import SpecModel
 from sundial.model.enums import ConcurrencyPolicy
 from sundial.model.types import Duration, Timestamp
@@ -114,7 +115,7 @@ class ScheduledJobSpec(SpecModel):
     @model_validator(mode="after")
     def _consistent(self) -> ScheduledJobSpec:
         if self.schedule is not None and self.run_at is not None:
-            raise ValueError("schedule and runAt are mutually exclusive: set at most one")
+            raise ValueError("runAt: schedule and runAt are mutually exclusive: set at most one")
         if self.schedule is not None:
             try:
                 self.timetable(uid="")
@@ -133,7 +134,7 @@ class ScheduledJobSpec(SpecModel):
         """True for ``runAt`` and ASAP objects, which run once and then complete."""
         return self.schedule is None
 
-    def timetable(self, *, uid: str) -> schedule.Timetable:
+    def timetable(self, *, uid: str) -> Timetable:
         """The cron timetable (only for ``schedule``); ``uid`` seeds ``H`` fields."""
         if self.schedule is None:
             raise ValueError("not a cron ScheduledJob")
