@@ -41,8 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     root = repository_root()
     try:
         _kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(root / "crds"))
-        _kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",
-                 "crd/scheduledjobs.sundial.dev")
+        _kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd/scheduledjobs.sundial.dev")
         if not args.no_samples:
             _kubectl(kubeconfig, "apply", "--server-side", "-k", str(root / "config" / "samples"))
     except subprocess.CalledProcessError as error:
@@ -58,10 +57,16 @@ def _run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     command = [
-        sys.executable, "-m", "sundial", "run",
-        "--kubeconfig", str(kubeconfig),
-        "--metrics-port", str(args.metrics_port),
-        "--health-port", str(args.health_port),
+        sys.executable,
+        "-m",
+        "sundial",
+        "run",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--metrics-port",
+        str(args.metrics_port),
+        "--health-port",
+        str(args.health_port),
     ]
     process = subprocess.Popen(command, env=os.environ.copy())
     try:

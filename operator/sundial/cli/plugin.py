@@ -87,8 +87,12 @@ def cmd_trigger(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     if not _wait_for(handled, args.timeout):
         print(f"the operator has not handled the trigger within {args.timeout:.0f}s", file=sys.stderr)
         return 1
-    print(kubectl.run("get", "jobs", "-l", f"sundial.dev/scheduledjob={args.name}",
-                      "--sort-by=.metadata.creationTimestamp"), end="")
+    print(
+        kubectl.run(
+            "get", "jobs", "-l", f"sundial.dev/scheduledjob={args.name}", "--sort-by=.metadata.creationTimestamp"
+        ),
+        end="",
+    )
     return 0
 
 
@@ -99,6 +103,7 @@ def cmd_redrive(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     _annotate_token(kubectl, args.name, REDRIVE_ANNOTATION, token)
     print(f"scheduledjob/{args.name}: redrive of {len(letters)} dead letter(s) requested (token {token})")
     if args.wait:
+
         def handled() -> bool:
             status = kubectl.get(args.name).get("status") or {}
             return bool(status.get("lastHandledRedrive") == token)
@@ -196,8 +201,14 @@ def cmd_describe(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
         bodies = [kubectl.get(args.name)]
     else:
         listing = json.loads(
-            kubectl.run("get", RESOURCE, "-o", "json", *(["-A"] if args.all_namespaces else []),
-                        namespaced=not args.all_namespaces)
+            kubectl.run(
+                "get",
+                RESOURCE,
+                "-o",
+                "json",
+                *(["-A"] if args.all_namespaces else []),
+                namespaced=not args.all_namespaces,
+            )
         )
         bodies = listing.get("items") or []
     print("\n\n".join(describe(body, now=now(), count=args.count) for body in bodies))
