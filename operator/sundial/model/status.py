@@ -43,6 +43,8 @@ class ActiveRun(StatusModel):
     """True once the operator has observed the Job, so its later absence means JobLost."""
     attempt_limit: int | None = None
     """Last attempt allowed for this run (set for redriven runs); None: ``spec.retry.maxAttempts``."""
+    manual: bool = False
+    """The run was requested with ``sundial.dev/trigger`` (its Jobs use the ``-m`` name form)."""
 
 
 class PendingRetry(StatusModel):
@@ -58,6 +60,8 @@ class PendingRetry(StatusModel):
     last_failure: str = ""
     attempt_limit: int | None = None
     """Last attempt allowed for this run (set for redriven runs); None: ``spec.retry.maxAttempts``."""
+    manual: bool = False
+    """The run was requested with ``sundial.dev/trigger`` (its Jobs use the ``-m`` name form)."""
 
 
 class RunRecord(StatusModel):
@@ -70,6 +74,8 @@ class RunRecord(StatusModel):
     trigger: Trigger
     started_at: Timestamp | None = None
     finished_at: Timestamp
+    manual: bool = False
+    """The run was requested with ``sundial.dev/trigger`` (its Jobs use the ``-m`` name form)."""
 
 
 class DeadLetter(StatusModel):
@@ -82,6 +88,8 @@ class DeadLetter(StatusModel):
     message: str = ""
     trigger: Trigger
     dead_lettered_at: Timestamp
+    manual: bool = False
+    """The run was requested with ``sundial.dev/trigger`` (its Jobs use the ``-m`` name form)."""
 
 
 class Counters(StatusModel):

@@ -41,6 +41,9 @@ class CreateJob:
     manifest: dict[str, Any]
     scheduled_time: datetime
     attempt: int
+    reissue: bool = False
+    """True when this repeats the create of an already claimed attempt whose Job was never observed
+    (same name: AlreadyExists means the first create went through and is adopted)."""
 
 
 @dataclass(frozen=True)

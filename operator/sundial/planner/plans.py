@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner.actions import Action
@@ -19,6 +19,9 @@ class Context:
     """``<shard>-<lease transitions>`` of the acting replica, stamped on every Job it creates."""
     max_enumerated_runs: int = 10_000
     """Bound on nominal times enumerated per pass (a per-second schedule after a long outage)."""
+    reissue_after: timedelta = timedelta(seconds=15)
+    """A claimed attempt whose Job has not been observed this long after the claim gets its (idempotent,
+    same-name) CreateJob again: the replica that claimed it may have died between the claim and the create."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,147 @@
+"""The working copy of one planning pass: every change is collected here, then frozen into a status.
+
+Like the CronJob controller's single deep copy: helpers mutate a :class:`Draft`, and
+:meth:`Draft.freeze` builds the one new :class:`ScheduledJobStatus` the runtime writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sundial.model.enums import CompleteReason
+from sundial.model.resource import ScheduledJob
+from sundial.model.spec import ScheduledJobSpec
+from sundial.model.status import (
+    MAX_RECENT_RUNS,
+    ActiveRun,
+    Condition,
+    Counters,
+    DeadLetter,
+    PendingRetry,
+    RunRecord,
+    ScheduledJobStatus,
+)
+from sundial.planner.actions import Action, EmitEvent, EventReason, EventType
+from sundial.planner.plans import Context
+
+RunKey = tuple[datetime, bool]
+"""Identity of a run: (nominal time, manual)."""
+
+
+@dataclass
+class Draft:
+    """Mutable state of one pass over one valid ScheduledJob."""
+
+    obj: ScheduledJob
+    spec: ScheduledJobSpec
+    context: Context
+    active: list[ActiveRun]
+    pending: list[PendingRetry]
+    recent: list[RunRecord]
+    dead_letters: list[DeadLetter]
+    counters: Counters
+    conditions: list[Condition]
+    cursor: datetime | None
+    next_schedule_time: datetime | None
+    last_schedule_time: datetime | None
+    last_successful_time: datetime | None
+    last_failure_time: datetime | None
+    consecutive_dead_letters: int
+    circuit_generation: int | None
+    last_handled_trigger: str | None
+    last_handled_redrive: str | None
+    finished_at: datetime | None
+    actions: list[Action] = field(default_factory=list)
+    one_off_outcome: CompleteReason | None = None
+    """How the one-off's run ended in this pass, if it did."""
+
+    @classmethod
+    def start(cls, obj: ScheduledJob, spec: ScheduledJobSpec, context: Context) -> Draft:
+        status = obj.status
+        return cls(
+            obj=obj,
+            spec=spec,
+            context=context,
+            active=list(status.active),
+            pending=list(status.pending_retries),
+            recent=list(status.recent_runs),
+            dead_letters=list(status.dead_letters),
+            counters=status.counters,
+            conditions=list(status.conditions),
+            cursor=status.schedule_cursor,
+            next_schedule_time=status.next_schedule_time,
+            last_schedule_time=status.last_schedule_time,
+            last_successful_time=status.last_successful_time,
+            last_failure_time=status.last_failure_time,
+            consecutive_dead_letters=status.consecutive_dead_letters,
+            circuit_generation=status.circuit_generation,
+            last_handled_trigger=status.last_handled_trigger,
+            last_handled_redrive=status.last_handled_redrive,
+            finished_at=status.finished_at,
+        )
+
+    @property
+    def now(self) -> datetime:
+        return self.context.now
+
+    @property
+    def uid(self) -> str:
+        return self.obj.metadata.uid
+
+    @property
+    def generation(self) -> int:
+        return self.obj.metadata.generation
+
+    @property
+    def closing(self) -> bool:
+        """The ScheduledJob is being deleted: no new Jobs."""
+        return self.obj.metadata.deletion_timestamp is not None
+
+    @property
+    def circuit_open(self) -> bool:
+        """The suspendAfter circuit is open (for the current generation)."""
+        return self.circuit_generation is not None and self.circuit_generation == self.generation
+
+    def count(self, counter: str, amount: int = 1) -> None:
+        """Add ``amount`` to one of :class:`Counters`' fields."""
+        if amount:
+            current: int = getattr(self.counters, counter)
+            self.counters = self.counters.model_copy(update={counter: current + amount})
+
+    def emit(self, reason: EventReason, message: str, *, warning: bool = False) -> None:
+        kind = EventType.WARNING if warning else EventType.NORMAL
+        self.actions.append(EmitEvent(type=kind, reason=reason, message=message))
+
+    def record(self, run: RunRecord) -> None:
+        """Append a finished run to ``recentRuns`` (newest last, bounded)."""
+        self.recent.append(run)
+        del self.recent[:-MAX_RECENT_RUNS]
+
+    def keys_in_flight(self) -> set[RunKey]:
+        """Runs that are active or waiting for a retry."""
+        return {(a.scheduled_time, a.manual) for a in self.active} | {
+            (p.scheduled_time, p.manual) for p in self.pending
+        }
+
+    def freeze(self) -> ScheduledJobStatus:
+        """The new status (``observedGeneration`` set to the object's generation)."""
+        return ScheduledJobStatus(
+            observed_generation=self.generation,
+            conditions=tuple(self.conditions),
+            next_schedule_time=self.next_schedule_time,
+            last_schedule_time=self.last_schedule_time,
+            schedule_cursor=self.cursor,
+            last_successful_time=self.last_successful_time,
+            last_failure_time=self.last_failure_time,
+            active=tuple(self.active),
+            pending_retries=tuple(self.pending),
+            recent_runs=tuple(self.recent),
+            dead_letters=tuple(self.dead_letters),
+            counters=self.counters,
+            consecutive_dead_letters=self.consecutive_dead_letters,
+            circuit_generation=self.circuit_generation,
+            last_handled_trigger=self.last_handled_trigger,
+            last_handled_redrive=self.last_handled_redrive,
+            finished_at=self.finished_at,
+        )

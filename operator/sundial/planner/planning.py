@@ -1,0 +1,363 @@
+"""``plan(obj, jobs, context) -> Plan``: every decision of one pass over one ScheduledJob (DESIGN §4-§6).
+
+The planner is pure: it never reads the clock (``context.now``), never does I/O and never raises for a
+bad spec. The order of one pass:
+
+1. An invalid spec (``obj.spec is None``) only reports itself: ``Ready=False`` with reason
+   ``InvalidSchedule`` (the first problem is under ``spec.schedule``, ``spec.timeZone`` or
+   ``spec.daylightSaving``) or ``InvalidSpec``, the error text (naming the field) as message, and one
+   Warning Event of that reason when the condition changes. No runs, no wake-up.
+2. A spec change (``generation != status.circuitGeneration``) closes an open dead-letter circuit.
+3. A new ``sundial.dev/redrive`` token redrives the dead letters (:mod:`.triggers`).
+4. Claimed attempts are matched with their Jobs (:mod:`.runs`): success, failure -> retry or dead
+   letter, JobLost, UnexpectedJob, re-issue of never-seen creates.
+5. Pending retries whose ``notBefore`` has come start (not while the circuit is open).
+6. Due nominal times (:mod:`.due`) - not while suspended, while the circuit is open or while the
+   object is being deleted - plus one manual run for a new ``sundial.dev/trigger`` token (allowed while
+   suspended) go through ``concurrencyPolicy`` (:func:`admit`).
+7. Finished Jobs beyond the history limits are deleted (:mod:`.history`).
+8. One-offs complete; ``ttlSecondsAfterFinished`` deletes the object.
+9. Conditions, ``nextScheduleTime`` and the wake-up time are computed.
+
+``write_status`` is true when the status changed materially; ``activeRuns[].jobSeen`` flips alone are
+not material (they ride along with the next material write). Planning again with the returned status,
+the same Jobs (minus those it deleted) and the same ``now`` writes nothing and acts on nothing.
+
+``nextScheduleTime`` is the first nominal time not yet handled (after the cursor; it may be a little in
+the past while its jitter delay runs); while suspended or with the circuit open it is the first nominal
+time after ``now`` (shown, so users see when a resumed schedule runs next); for one-offs it is the
+nominal time until it is handled, then unset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from sundial import schedule
+from sundial.model.enums import CompleteReason, ConcurrencyPolicy, ConditionType, RunResult, Trigger
+from sundial.model.resource import ScheduledJob
+from sundial.model.status import MAX_ACTIVE, RunRecord, ScheduledJobStatus
+from sundial.planner import conditions, due, history, runs, triggers
+from sundial.planner.actions import Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
+from sundial.planner.drafts import Draft
+from sundial.planner.observed import JobPhase, ObservedJob
+from sundial.planner.plans import Context, Plan
+
+MAX_MISSED_EVENTS = 10
+"""``MissedSchedule`` Events per pass, one per missed time; beyond this one summary Event."""
+_SCHEDULE_FIELDS = ("spec.schedule", "spec.timeZone", "spec.daylightSaving")
+_TTL_REASON = "ttlSecondsAfterFinished elapsed"
+
+
+def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Plan:
+    """Plan one pass over ``obj`` given its observed ``jobs`` (see the module docstring)."""
+    spec = obj.spec
+    if spec is None:
+        return _invalid(obj, context)
+    timetable = spec.timetable(uid=obj.metadata.uid) if spec.schedule is not None else None
+    draft = Draft.start(obj, spec, context)
+    observed = _by_name(jobs)
+
+    if draft.circuit_generation is not None and not draft.circuit_open:
+        draft.circuit_generation = None
+        draft.consecutive_dead_letters = 0
+    triggers.redrive(draft)
+    runs.resolve_active(draft, observed)
+    runs.start_due_retries(draft)
+
+    paused = spec.suspend or draft.circuit_open or draft.closing
+    was_suspended = obj.status.condition(ConditionType.SUSPENDED)
+    resumed_since = None
+    if not paused and was_suspended is not None and was_suspended.status == conditions.TRUE:
+        resumed_since = was_suspended.last_transition_time
+    new_runs: list[tuple[datetime, Trigger, bool]] = []
+    if not paused:
+        found = (
+            due.cron_due(draft, timetable, resumed_since=resumed_since)
+            if timetable is not None
+            else due.one_off_due(draft)
+        )
+        draft.cursor = found.cursor
+        circuit_drop = found.dropped if was_suspended and was_suspended.reason != conditions.SUSPENDED else 0
+        _miss(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
+        new_runs += [(t, trigger, False) for t, trigger in found.to_run]
+    manual = triggers.manual_request(draft)
+    if manual is not None and not draft.closing:
+        new_runs.append((manual, Trigger.MANUAL, True))
+    admit(draft, new_runs, observed)
+    history.prune(draft, jobs)
+
+    finished = _finish_one_off(draft)
+    next_time = _next_time(draft, timetable, paused=paused)
+    draft.next_schedule_time = next_time
+    _conditions(draft, finished=finished)
+    status = draft.freeze()
+    return Plan(
+        status=status,
+        write_status=_material(status) != _material(obj.status),
+        actions=tuple(draft.actions),
+        wake_at=_wake_at(draft, timetable, paused=paused),
+    )
+
+
+def _by_name(jobs: Sequence[ObservedJob]) -> dict[str, ObservedJob]:
+    """Jobs by name; a live Job wins over a tombstone of the same name."""
+    result: dict[str, ObservedJob] = {}
+    for job in jobs:
+        if job.name not in result or result[job.name].phase is JobPhase.DELETED:
+            result[job.name] = job
+    return result
+
+
+def _invalid(obj: ScheduledJob, context: Context) -> Plan:
+    error = obj.spec_error
+    message = str(error) if error is not None and str(error) else "spec: invalid"
+    first = error.first_field if error is not None else "spec"
+    reason = conditions.INVALID_SCHEDULE if first.startswith(_SCHEDULE_FIELDS) else conditions.INVALID_SPEC
+    found = list(obj.status.conditions)
+    generation = obj.metadata.generation
+    changed = conditions.put(
+        found,
+        kind=ConditionType.READY,
+        status=conditions.FALSE,
+        reason=reason,
+        message=message,
+        now=context.now,
+        generation=generation,
+    )
+    actions: tuple[Action, ...] = ()
+    if changed:
+        actions = (EmitEvent(type=EventType.WARNING, reason=EventReason(reason), message=message),)
+    status = obj.status.model_copy(
+        update={"conditions": tuple(found), "observed_generation": generation, "next_schedule_time": None}
+    )
+    return Plan(
+        status=status, write_status=_material(status) != _material(obj.status), actions=actions, wake_at=None
+    )
+
+
+def _miss(draft: Draft, missed: Sequence[datetime], *, unlisted: bool, dropped: int) -> None:
+    """Count missed runs, one ``MissedSchedule`` Event each up to :data:`MAX_MISSED_EVENTS`."""
+    draft.count("missed", len(missed) + dropped)
+    spec = draft.spec
+    window = "unbounded" if spec.catch_up.window is None else schedule.format_duration(spec.catch_up.window)
+    for nominal in missed[:MAX_MISSED_EVENTS]:
+        draft.emit(
+            EventReason.MISSED_SCHEDULE,
+            f"Missed run {runs.when(nominal)}: not run under catch-up window {window}, "
+            f"policy {spec.catch_up.policy}",
+            warning=True,
+        )
+    more = len(missed) - MAX_MISSED_EVENTS
+    if more > 0 or unlisted or dropped:
+        parts = []
+        if more > 0:
+            parts.append(f"{more} more run(s) missed")
+        if dropped:
+            parts.append(f"{dropped} run(s) came due while the dead-letter circuit was open")
+        if unlisted:
+            parts.append(
+                f"more than {draft.context.max_enumerated_runs} nominal times were due: older ones were "
+                "missed without being counted"
+            )
+        draft.emit(EventReason.MISSED_SCHEDULE, "; ".join(parts), warning=True)
+    if spec.is_one_off and missed:
+        draft.one_off_outcome = CompleteReason.MISSED
+
+
+def admit(
+    draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], observed: dict[str, ObservedJob]
+) -> None:
+    """Start new runs (schedule, catch-up, manual) under ``concurrencyPolicy``.
+
+    * ``Allow``: all start.
+    * ``Forbid``: a run is skipped (``counters.skipped``, Event ``RunSkipped``) while any run is active or
+      waiting for a retry, including one started earlier in the same pass - so of several new runs in one
+      pass only the first starts.
+    * ``Replace``: every active Job is deleted and every pending retry cancelled (their runs end as
+      ``Replaced``, Event ``RunReplaced``); of several new runs in one pass only the newest starts and the
+      older ones are recorded as ``Replaced`` with 0 attempts (never started).
+
+    A run that is already active or pending (a second trigger within the same second) and a run that
+    would exceed ``MAX_ACTIVE`` are skipped too.
+    """
+    policy = draft.spec.concurrency_policy
+    todo = list(new_runs)
+    if policy is ConcurrencyPolicy.REPLACE and todo:
+        *older, newest = todo
+        for nominal, trigger, manual in older:
+            draft.record(
+                RunRecord(
+                    scheduled_time=nominal,
+                    attempts=0,
+                    result=RunResult.REPLACED,
+                    trigger=trigger,
+                    finished_at=draft.now,
+                    manual=manual,
+                )
+            )
+        if older:
+            draft.emit(
+                EventReason.RUN_REPLACED, f"{len(older)} due run(s) replaced by a newer one before starting"
+            )
+        runs.replace_all(draft, observed)
+        todo = [newest]
+    for nominal, trigger, manual in todo:
+        label = f"{'manual run' if manual else 'run'} {runs.when(nominal)}"
+        busy = policy is ConcurrencyPolicy.FORBID and bool(draft.active or draft.pending)
+        if busy or (nominal, manual) in draft.keys_in_flight() or len(draft.active) >= MAX_ACTIVE:
+            draft.count("skipped")
+            why = "another run is active or waiting for a retry (concurrencyPolicy Forbid)"
+            if not busy:
+                why = "it is already running" if len(draft.active) < MAX_ACTIVE else "too many active runs"
+            draft.emit(EventReason.RUN_SKIPPED, f"Skipped {label}: {why}", warning=True)
+            continue
+        draft.count("runs")
+        draft.last_schedule_time = max(filter(None, (draft.last_schedule_time, nominal)))
+        runs.start_attempt(draft, scheduled_time=nominal, attempt=1, trigger=trigger, manual=manual)
+
+
+def _finish_one_off(draft: Draft) -> bool:
+    """Complete a one-off whose run ended; returns whether the object is complete."""
+    if not draft.spec.is_one_off:
+        return False
+    found = conditions.find(draft.conditions, ConditionType.COMPLETE)
+    if found is not None and found.status == conditions.TRUE:
+        complete = True
+    else:
+        nominal = due.one_off_time(draft)
+        handled = draft.cursor is not None and draft.cursor >= nominal
+        if handled and (nominal, False) not in draft.keys_in_flight():
+            outcome = draft.one_off_outcome or _outcome_from_history(draft, nominal)
+            _put(draft, ConditionType.COMPLETE, conditions.TRUE, outcome, _complete_message(outcome))
+            draft.finished_at = draft.now
+            draft.emit(EventReason.COMPLETED, f"Completed: {outcome}")
+            complete = True
+        else:
+            _put(draft, ConditionType.COMPLETE, conditions.FALSE, conditions.PENDING, "the run has not ended")
+            complete = False
+    ttl = draft.spec.ttl_seconds_after_finished
+    expired = (
+        ttl is not None
+        and draft.finished_at is not None
+        and draft.now >= draft.finished_at + timedelta(seconds=ttl)
+    )
+    if complete and expired and not draft.keys_in_flight():
+        draft.actions.append(DeleteScheduledJob(reason=_TTL_REASON))
+    return complete
+
+
+def _outcome_from_history(draft: Draft, nominal: datetime) -> CompleteReason:
+    for record in reversed(draft.recent):
+        if record.scheduled_time == nominal and not record.manual:
+            if record.result is RunResult.SUCCEEDED:
+                return CompleteReason.SUCCEEDED
+            if record.result is RunResult.DEAD_LETTERED:
+                return CompleteReason.DEAD_LETTERED
+    return CompleteReason.MISSED
+
+
+def _complete_message(outcome: CompleteReason) -> str:
+    return {
+        CompleteReason.SUCCEEDED: "the run succeeded",
+        CompleteReason.DEAD_LETTERED: "the run was dead-lettered",
+        CompleteReason.MISSED: "the run was missed and never started",
+    }[outcome]
+
+
+def _next_time(draft: Draft, timetable: schedule.Timetable | None, *, paused: bool) -> datetime | None:
+    if timetable is None:
+        nominal = due.one_off_time(draft)
+        handled = draft.cursor is not None and draft.cursor >= nominal
+        return None if handled else nominal
+    cursor = draft.cursor or due.first_cursor(draft)
+    return due.next_nominal(draft, timetable, after=max(cursor, draft.now) if paused else cursor)
+
+
+def _put(draft: Draft, kind: str, status: str, reason: str, message: str) -> None:
+    conditions.put(
+        draft.conditions,
+        kind=kind,
+        status=status,
+        reason=reason,
+        message=message,
+        now=draft.now,
+        generation=draft.generation,
+    )
+
+
+def _conditions(draft: Draft, *, finished: bool) -> None:
+    spec = draft.spec
+    if spec.suspend:
+        _put(draft, ConditionType.SUSPENDED, conditions.TRUE, conditions.SUSPENDED, "spec.suspend is true")
+    elif draft.circuit_open:
+        _put(
+            draft,
+            ConditionType.SUSPENDED,
+            conditions.TRUE,
+            conditions.CONSECUTIVE_DEAD_LETTERS,
+            _circuit_message(draft),
+        )
+    else:
+        _put(draft, ConditionType.SUSPENDED, conditions.FALSE, conditions.NOT_SUSPENDED, "")
+    if draft.dead_letters:
+        newest = draft.dead_letters[-1]
+        _put(
+            draft,
+            ConditionType.DEAD_LETTERED,
+            conditions.TRUE,
+            newest.reason,
+            f"{len(draft.dead_letters)} dead-lettered run(s); newest {runs.when(newest.scheduled_time)}: "
+            f"{newest.message}",
+        )
+    else:
+        _put(draft, ConditionType.DEAD_LETTERED, conditions.FALSE, conditions.NO_DEAD_LETTERS, "")
+    if finished:
+        complete = conditions.find(draft.conditions, ConditionType.COMPLETE)
+        why = complete.reason if complete is not None else ""
+        _put(draft, ConditionType.READY, conditions.TRUE, conditions.COMPLETE, f"completed: {why}")
+    elif spec.suspend:
+        _put(draft, ConditionType.READY, conditions.TRUE, conditions.SUSPENDED, "suspended by spec.suspend")
+    elif draft.circuit_open:
+        _put(draft, ConditionType.READY, conditions.TRUE, conditions.CIRCUIT_OPEN, _circuit_message(draft))
+    else:
+        upcoming = draft.next_schedule_time
+        message = f"next run at {runs.when(upcoming)}" if upcoming is not None else "no further runs"
+        _put(draft, ConditionType.READY, conditions.TRUE, conditions.SCHEDULED, message)
+
+
+def _circuit_message(draft: Draft) -> str:
+    return (
+        f"{draft.consecutive_dead_letters} consecutive dead-lettered runs "
+        f"(deadLetter.suspendAfter {draft.spec.dead_letter.suspend_after}): redrive them "
+        "(sundial.dev/redrive) or change the spec to resume"
+    )
+
+
+def _wake_at(draft: Draft, timetable: schedule.Timetable | None, *, paused: bool) -> datetime | None:
+    now = draft.now
+    candidates: list[datetime] = []
+    upcoming = draft.next_schedule_time
+    if upcoming is not None and not paused:
+        candidates.append(due.fire_at(draft, upcoming))
+    age = draft.spec.retry.max_run_age
+    for retry in draft.pending:
+        if retry.not_before > now:
+            candidates.append(retry.not_before)
+        elif age is not None and retry.trigger is not Trigger.REDRIVE:
+            candidates.append(max(now, retry.scheduled_time + age) + due.TICK)
+    reissue = draft.context.reissue_after
+    candidates += [run.claimed_at + reissue for run in draft.active if not run.job_seen]
+    ttl = draft.spec.ttl_seconds_after_finished
+    if draft.finished_at is not None and ttl is not None:
+        deadline = draft.finished_at + timedelta(seconds=ttl)
+        if deadline > now:
+            candidates.append(deadline)
+    return min(candidates, default=None)
+
+
+def _material(status: ScheduledJobStatus) -> ScheduledJobStatus:
+    """The status without ``jobSeen`` flags, which alone do not justify a write."""
+    active = tuple(run.model_copy(update={"job_seen": False}) for run in status.active)
+    return status.model_copy(update={"active": active})
