@@ -8,7 +8,7 @@ from pydantic import Field
 
 from sundial.model.base import StatusModel
 from sundial.model.enums import DeadLetterReason, RunResult, Trigger
-from sundial.model.types import Timestamp
+from sundial.model.types import Message, Timestamp
 
 #: Bounds of the status lists (mirrored in the CRD's maxItems).
 MAX_ACTIVE = 100
@@ -24,7 +24,7 @@ class Condition(StatusModel):
     type: str
     status: str  # "True" | "False" | "Unknown"
     reason: str
-    message: str = ""
+    message: Message = ""
     last_transition_time: Timestamp
     observed_generation: int | None = None
 
@@ -57,7 +57,7 @@ class PendingRetry(StatusModel):
     trigger: Trigger
     """The trigger of the run's first attempt (manual, schedule, ...)."""
     last_job: str
-    last_failure: str = ""
+    last_failure: Message = ""
     attempt_limit: int | None = None
     """Last attempt allowed for this run (set for redriven runs); None: ``spec.retry.maxAttempts``."""
     manual: bool = False
@@ -85,7 +85,7 @@ class DeadLetter(StatusModel):
     attempts: int = Field(ge=0)
     last_job: str | None = None
     reason: DeadLetterReason
-    message: str = ""
+    message: Message = ""
     trigger: Trigger
     dead_lettered_at: Timestamp
     manual: bool = False

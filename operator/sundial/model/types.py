@@ -5,9 +5,19 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer, StringConstraints
 
 from sundial import schedule
+
+#: Longest free-text message kept in status (mirrors the CRD's maxLength); longer text is truncated.
+MAX_MESSAGE_LENGTH = 1024
+_ELLIPSIS = "..."
+
+
+def _truncate_message(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_MESSAGE_LENGTH:
+        return value[: MAX_MESSAGE_LENGTH - len(_ELLIPSIS)] + _ELLIPSIS
+    return value
 
 
 def _to_duration(value: Any) -> Any:
@@ -49,3 +59,7 @@ Timestamp = Annotated[
     PlainSerializer(schedule.format_rfc3339, return_type=str),
 ]
 """A time-zone-aware instant, written as RFC 3339 in UTC ("2026-12-24T17:00:00Z")."""
+
+Message = Annotated[str, StringConstraints(max_length=MAX_MESSAGE_LENGTH), BeforeValidator(_truncate_message)]
+"""Free text for status (condition and failure messages): truncated to ``MAX_MESSAGE_LENGTH`` characters,
+so a long Job failure message can never make a status write fail the CRD's ``maxLength``."""
