@@ -1,0 +1,77 @@
+"""``sundial sandbox start|stop``: a local, real Kubernetes control plane (see docs/sandbox.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sundial.sandbox import BinariesError, Sandbox, SandboxError
+
+#: Environment variable overriding the default sandbox directory.
+DIR_ENV = "SUNDIAL_SANDBOX_DIR"
+
+
+def default_directory() -> Path:
+    return Path(os.environ.get(DIR_ENV) or Path.cwd() / ".sundial" / "sandbox")
+
+
+def _start(args: argparse.Namespace) -> int:
+    sandbox = Sandbox(_directory(args))
+    began = time.monotonic()
+    try:
+        kubeconfig = sandbox.start(timeout=args.timeout)
+    except (SandboxError, BinariesError, OSError) as error:
+        print(f"sandbox start failed: {error}", file=sys.stderr)
+        print(f"logs: {sandbox.log_dir}", file=sys.stderr)
+        return 1
+    print(f"sandbox ready in {time.monotonic() - began:.1f}s; logs in {sandbox.log_dir}", file=sys.stderr)
+    print(f"KUBECONFIG={kubeconfig}")
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    directory = _directory(args)
+    Sandbox(directory).stop()
+    print(f"sandbox in {directory} stopped", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``sandbox start`` and ``sandbox stop`` to the ``sundial`` command."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "sandbox",
+        help="run a local Kubernetes control plane (etcd, apiserver, controllers, scheduler, kwok)",
+        description=__doc__,
+    )
+    commands = parser.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+    dir_help = f"sandbox directory (default: ${DIR_ENV} or ./.sundial/sandbox)"
+
+    start = commands.add_parser("start", help="start (or reuse) the sandbox; prints KUBECONFIG=<path>")
+    start.add_argument("--dir", type=Path, default=None, help=dir_help)
+    start.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
+    start.set_defaults(func=_start)
+
+    stop = commands.add_parser("stop", help="stop the processes this sandbox directory recorded")
+    stop.add_argument("--dir", type=Path, default=None, help=dir_help)
+    stop.set_defaults(func=_stop)
+
+
+def _directory(args: argparse.Namespace) -> Path:
+    return Path(args.dir) if args.dir is not None else default_directory()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``sandbox`` on its own (``python -m sundial.cli.sandbox_cmd start``)."""
+    parser = argparse.ArgumentParser(prog="sundial")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["sandbox", *(sys.argv[1:] if argv is None else argv)])
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

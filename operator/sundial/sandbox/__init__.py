@@ -1,0 +1,32 @@
+"""A local, real Kubernetes control plane for tests and the developer sandbox.
+
+etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake nodes whose pods
+"run" according to Stage rules) run as plain processes under one directory, without Docker.
+
+This package is a standalone dev/test utility: it imports nothing else from ``sundial``.
+Binaries come from ``tools/controlplane/build.sh`` (or a prebuilt directory named by
+``SUNDIAL_CONTROLPLANE_BIN``).
+"""
+
+from __future__ import annotations
+
+from sundial.sandbox.binaries import BINARIES, BinariesError, ensure_binaries
+from sundial.sandbox.cluster import Sandbox, SandboxError
+from sundial.sandbox.stages import (
+    DURATION_ANNOTATION,
+    FAKE_NODE_ANNOTATION,
+    OUTCOME_FAIL,
+    OUTCOME_LABEL,
+)
+
+__all__ = [
+    "BINARIES",
+    "DURATION_ANNOTATION",
+    "FAKE_NODE_ANNOTATION",
+    "OUTCOME_FAIL",
+    "OUTCOME_LABEL",
+    "BinariesError",
+    "Sandbox",
+    "SandboxError",
+    "ensure_binaries",
+]

@@ -1,0 +1,360 @@
+"""The :class:`Sandbox`: a whole control plane under one directory."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from sundial.sandbox.api import ApiClient, ApiError, probe_https
+from sundial.sandbox.binaries import ensure_binaries
+from sundial.sandbox.certs import Pki, create_pki
+from sundial.sandbox.processes import ProcessRecord, ProcessTable, tail
+from sundial.sandbox.stages import ALL_STAGES, FAKE_NODE_ANNOTATION, FAKE_NODE_VALUE, fake_node
+
+#: Process names, in start order.
+COMPONENTS: tuple[str, ...] = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+)
+
+SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+
+# Files and directories start() creates inside the sandbox directory (and clean-up removes).
+_OWNED = ("pki", "etcd-data", "logs", "pids", "kwok-home", "kubeconfig", "stages.yaml", "state.json")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be started."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+    kwok: int
+
+
+def _free_ports(count: int) -> list[int]:
+    """COUNT distinct free loopback TCP ports (held open together so they differ)."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+class Sandbox:
+    """etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kwok, rooted at DIRECTORY.
+
+    ``start()`` returns the kubeconfig path once the API server is ready, the fake node is Ready
+    and the ``default`` ServiceAccount exists. ``stop()`` ends exactly the processes recorded in
+    DIRECTORY. Both are idempotent. Nothing outside DIRECTORY is written (binaries aside, which
+    :func:`~sundial.sandbox.binaries.ensure_binaries` caches under ``~/.cache/sundial``).
+    """
+
+    def __init__(self, directory: Path, bin_dir: Path | None = None, node_name: str = "sandbox-node-0") -> None:
+        self.directory = Path(directory).absolute()
+        self.bin_dir = bin_dir
+        self.node_name = node_name
+        self._processes = ProcessTable(self.directory)
+        self._pki = Pki(self.directory / "pki")
+
+    # -- public API --------------------------------------------------------------------------------
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.directory / "kubeconfig"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.directory / "logs"
+
+    def ensure_binaries(self) -> Path:
+        """The directory with the five binaries (building them on first use)."""
+        if self.bin_dir is None:
+            self.bin_dir = ensure_binaries()
+        return self.bin_dir
+
+    def running(self) -> bool:
+        """True if every component recorded in the directory is alive and the API server is ready."""
+        state = self._read_state()
+        if state is None or not self._pki.complete() or not self.kubeconfig.is_file():
+            return False
+        records = {record.name: record for record in self._processes.records()}
+        if any(name not in records or not self._processes.alive(records[name]) for name in COMPONENTS):
+            return False
+        try:
+            return self._client(int(state["ports"]["apiserver"])).healthy()
+        except (KeyError, TypeError, ValueError, OSError):
+            return False
+
+    def start(self, timeout: float = 180.0) -> Path:
+        """Start (or find already running) the control plane; return the kubeconfig path."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with self._lock():
+            if self.running():
+                return self.kubeconfig
+            self._processes.stop_all()
+            self._clean()
+            bin_dir = self.ensure_binaries()
+            try:
+                self._start(bin_dir, time.monotonic() + timeout)
+            except BaseException:
+                self._processes.stop_all()
+                raise
+            return self.kubeconfig
+
+    def stop(self) -> None:
+        """Stop every process recorded in the directory; keep logs and certificates for inspection."""
+        if not self.directory.is_dir():
+            return
+        with self._lock():
+            self._processes.stop_all()
+            (self.directory / "state.json").unlink(missing_ok=True)
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        with (self.directory / ".lock").open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _read_state(self) -> dict[str, Any] | None:
+        try:
+            state: dict[str, Any] = json.loads((self.directory / "state.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return state
+
+    def _clean(self) -> None:
+        for name in _OWNED:
+            path = self.directory / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+
+    def _client(self, port: int) -> ApiClient:
+        return ApiClient(f"https://127.0.0.1:{port}", self._pki.ca_cert, self._pki.admin_cert, self._pki.admin_key)
+
+    def _write_kubeconfig(self, port: int) -> None:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "sundial-sandbox",
+                    "cluster": {
+                        "server": f"https://127.0.0.1:{port}",
+                        "certificate-authority-data": _b64(self._pki.ca_cert),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "sundial-sandbox-admin",
+                    "user": {
+                        "client-certificate-data": _b64(self._pki.admin_cert),
+                        "client-key-data": _b64(self._pki.admin_key),
+                    },
+                }
+            ],
+            "contexts": [
+                {
+                    "name": "sundial-sandbox",
+                    "context": {"cluster": "sundial-sandbox", "user": "sundial-sandbox-admin"},
+                }
+            ],
+            "current-context": "sundial-sandbox",
+            "preferences": {},
+        }
+        tmp = self.kubeconfig.with_suffix(".tmp")
+        tmp.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        tmp.chmod(0o600)
+        tmp.replace(self.kubeconfig)
+
+    def _env(self, home: Path | None = None) -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
+        if home is not None:
+            env["HOME"] = str(home)
+        return env
+
+    def _start(self, bin_dir: Path, deadline: float) -> None:
+        d = self.directory
+        ports = Ports(*_free_ports(6))
+        pki = create_pki(self._pki.directory)
+        self._write_kubeconfig(ports.apiserver)
+        kubeconfig = str(self.kubeconfig)
+        stages = d / "stages.yaml"
+        stages.write_text(ALL_STAGES, encoding="utf-8")
+        (d / "etcd-data").mkdir(mode=0o700)
+        kwok_home = d / "kwok-home"  # kwok also reads ~/.kwok/kwok.yaml; keep the user's out
+        kwok_home.mkdir()
+        started: list[ProcessRecord] = []
+
+        def launch(name: str, *args: str, home: Path | None = None) -> None:
+            started.append(self._processes.start(name, [str(bin_dir / name), *args], env=self._env(home)))
+
+        launch(
+            "etcd",
+            "--name=sandbox",
+            f"--data-dir={d / 'etcd-data'}",
+            f"--listen-client-urls=http://127.0.0.1:{ports.etcd_client}",
+            f"--advertise-client-urls=http://127.0.0.1:{ports.etcd_client}",
+            f"--listen-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
+            f"--initial-cluster=sandbox=http://127.0.0.1:{ports.etcd_peer}",
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+        )
+        launch(
+            "kube-apiserver",
+            f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={ports.apiserver}",
+            f"--tls-cert-file={pki.admin_cert}",
+            f"--tls-private-key-file={pki.admin_key}",
+            f"--client-ca-file={pki.ca_cert}",
+            f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+            f"--service-account-key-file={pki.sa_pub}",
+            f"--service-account-signing-key-file={pki.sa_key}",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            "--authorization-mode=RBAC",
+            "--allow-privileged=true",
+            "--endpoint-reconciler-type=none",
+            "--profiling=false",
+        )
+        client = self._client(ports.apiserver)
+        self._wait("kube-apiserver /readyz", client.healthy, deadline, started)
+
+        common = [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            "--profiling=false",
+        ]
+        launch(
+            "kube-controller-manager",
+            *common,
+            f"--secure-port={ports.controller_manager}",
+            "--controllers=*",
+            f"--service-account-private-key-file={pki.sa_key}",
+            f"--root-ca-file={pki.ca_cert}",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            "--use-service-account-credentials=false",
+        )
+        launch("kube-scheduler", *common, f"--secure-port={ports.scheduler}")
+        launch(
+            "kwok",
+            f"--kubeconfig={kubeconfig}",
+            f"--config={stages}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}={FAKE_NODE_VALUE}",
+            "--node-ip=127.0.0.1",
+            f"--node-port={ports.kwok}",
+            f"--server-address=127.0.0.1:{ports.kwok}",
+            home=kwok_home,
+        )
+
+        client.create("/api/v1/nodes", fake_node(self.node_name))
+        self._wait(f"node {self.node_name} Ready", lambda: self._node_ready(client), deadline, started)
+        self._wait(
+            "ServiceAccount default/default",
+            lambda: self._exists(client, "/api/v1/namespaces/default/serviceaccounts/default"),
+            deadline,
+            started,
+        )
+        self._wait(
+            "kube-controller-manager /healthz",
+            lambda: probe_https(f"https://127.0.0.1:{ports.controller_manager}/healthz"),
+            deadline,
+            started,
+        )
+        self._wait(
+            "kube-scheduler /healthz",
+            lambda: probe_https(f"https://127.0.0.1:{ports.scheduler}/healthz"),
+            deadline,
+            started,
+        )
+        state = {"ports": asdict(ports), "bin_dir": str(bin_dir), "node": self.node_name}
+        (d / "state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
+
+    @staticmethod
+    def _exists(client: ApiClient, path: str) -> bool:
+        try:
+            return client.get_json(path) is not None
+        except (ApiError, OSError):
+            return False
+
+    def _node_ready(self, client: ApiClient) -> bool:
+        try:
+            node = client.get_json(f"/api/v1/nodes/{self.node_name}")
+        except (ApiError, OSError):
+            return False
+        conditions = (node or {}).get("status", {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    def _wait(self, what: str, predicate: Callable[[], bool], deadline: float, started: list[ProcessRecord]) -> None:
+        delay = 0.1
+        while True:
+            for record in started:
+                if not self._processes.alive(record):
+                    raise SandboxError(
+                        f"{record.name} exited while waiting for {what}; last lines of {record.log}:\n"
+                        + tail(record.log)
+                    )
+            if predicate():
+                return
+            if time.monotonic() > deadline:
+                logs = "\n".join(f"--- {r.name} ({r.log}):\n{tail(r.log, 10)}" for r in started)
+                raise SandboxError(f"timed out waiting for {what}\n{logs}")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
