@@ -1,0 +1,132 @@
+"""The kustomize layout in config/ builds with `kubectl kustomize`, and what it builds is least privilege
+(RBAC) and restricted (Pod Security)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+NAMESPACE = "sundial-system"
+LAYERS = ("crd", "rbac", "manager", "prometheus", "default", "argocd-component")
+
+
+def kustomize(path: Path) -> str:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl (for kubectl kustomize) is not on PATH")
+    result = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def default(checks: Any) -> list[dict[str, Any]]:
+    return checks.load_all(kustomize(ROOT / "config" / "default"))
+
+
+@pytest.fixture(scope="module")
+def prometheus(checks: Any) -> list[dict[str, Any]]:
+    return checks.load_all(kustomize(ROOT / "config" / "prometheus"))
+
+
+@pytest.mark.parametrize("layer", ["crd", "rbac", "manager", "prometheus", "default"])
+def test_every_layer_builds(layer: str) -> None:
+    assert kustomize(ROOT / "config" / layer).strip()
+
+
+def test_default_holds_the_namespace_crd_rbac_and_operator(default: list[dict[str, Any]]) -> None:
+    kinds = sorted(m["kind"] for m in default)
+    assert kinds == sorted(
+        [
+            "Namespace",
+            "CustomResourceDefinition",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "Deployment",
+        ]
+    )
+
+
+def test_namespaced_objects_land_in_sundial_system(default: list[dict[str, Any]], checks: Any) -> None:
+    for m in default:
+        if m["kind"] in ("Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"):
+            assert "namespace" not in m["metadata"], m["kind"]
+        else:
+            assert m["metadata"]["namespace"] == NAMESPACE, m["kind"]
+    labels = checks.one(default, "Namespace")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_the_crd_is_the_single_source_in_crds(default: list[dict[str, Any]], checks: Any, source_crd: Any) -> None:
+    assert checks.one(default, "CustomResourceDefinition") == _with_labels(source_crd, default, checks)
+
+
+def _with_labels(source: dict[str, Any], default: list[dict[str, Any]], checks: Any) -> dict[str, Any]:
+    # config/default adds its common labels to every object; the rest must be the same.
+    built = checks.one(default, "CustomResourceDefinition")
+    expected = {**source, "metadata": {**source["metadata"], "labels": built["metadata"]["labels"]}}
+    assert set(source["metadata"].get("labels", {}).items()) <= set(built["metadata"]["labels"].items())
+    return expected
+
+
+def test_the_operator_pod_is_restricted(default: list[dict[str, Any]], checks: Any) -> None:
+    deployment = checks.one(default, "Deployment", "sundial-operator")
+    checks.restricted_pod(deployment)
+    checks.operator_container(deployment)
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "sundial-operator"
+
+
+def test_the_operator_flags_are_flags_of_sundial_run(default: list[dict[str, Any]], checks: Any) -> None:
+    (container,) = checks.one(default, "Deployment")["spec"]["template"]["spec"]["containers"]
+    checks.run_parser_accepts(container["args"])
+
+
+def test_the_cluster_role_grants_exactly_what_the_operator_needs(default: list[dict[str, Any]], checks: Any) -> None:
+    cluster_role = checks.one(default, "ClusterRole", "sundial-operator")
+    assert all(not r.get("resourceNames") for r in cluster_role["rules"])
+    assert checks.grants(cluster_role["rules"]) == {k: set(v) for k, v in checks.operator_rules.items()}
+
+
+def test_no_rule_has_wildcards_secrets_or_pods(default: list[dict[str, Any]], checks: Any) -> None:
+    checks.no_wildcards_or_sensitive_access(default)
+
+
+def test_leases_are_scoped_to_the_operator_namespace_and_names(default: list[dict[str, Any]], checks: Any) -> None:
+    role = checks.one(default, "Role", "sundial-leader-election")
+    checks.lease_role(role, namespace=NAMESPACE, lease_names=["sundial-shard-0"])
+    (container,) = checks.one(default, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert "--lease-name-prefix=sundial" in container["args"]
+    assert "--shards=1" in container["args"]
+
+
+def test_bindings_bind_the_operator_service_account(default: list[dict[str, Any]], checks: Any) -> None:
+    for kind, role_kind, role in (
+        ("ClusterRoleBinding", "ClusterRole", "sundial-operator"),
+        ("RoleBinding", "Role", "sundial-leader-election"),
+    ):
+        binding = checks.one(default, kind)
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sundial-operator", "namespace": NAMESPACE}]
+
+
+def test_the_metrics_service_and_monitor_select_the_operator(
+    default: list[dict[str, Any]], prometheus: list[dict[str, Any]], checks: Any
+) -> None:
+    pod_labels = checks.one(default, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    service = checks.one(prometheus, "Service")
+    assert set(service["spec"]["selector"].items()) <= set(pod_labels.items())
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    monitor = checks.one(prometheus, "ServiceMonitor")
+    assert set(monitor["spec"]["selector"]["matchLabels"].items()) <= set(service["metadata"]["labels"].items())
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    rule = checks.one(prometheus, "PrometheusRule")
+    alerts = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert alerts >= {"SundialRunsDeadLettered", "SundialRunsMissed", "SundialScheduleLagHigh", "SundialNoLeaseHolder"}
