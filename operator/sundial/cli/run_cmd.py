@@ -1,0 +1,97 @@
+"""``sundial run``: the operator (see :mod:`sundial.runtime`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from sundial.runtime import logs, process
+from sundial.runtime.settings import LogFormat, Settings
+
+_DEFAULTS = Settings(identity="-")
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "run", help="run the operator", description="Run the Sundial operator (ScheduledJobs → Jobs)."
+    )
+    add = parser.add_argument
+    add(
+        "--namespace",
+        dest="namespaces",
+        action="append",
+        default=[],
+        metavar="NS",
+        help="namespace to watch (repeatable); default: all namespaces",
+    )
+    add(
+        "--lease-namespace",
+        default=None,
+        help="namespace of the shard Leases (default: the in-cluster namespace, else 'default')",
+    )
+    add("--lease-name-prefix", default=_DEFAULTS.lease_name_prefix, help="Leases are <prefix>-shard-<i>")
+    add("--lease-duration", type=float, default=_DEFAULTS.lease_duration, metavar="SECONDS")
+    add("--renew-deadline", type=float, default=_DEFAULTS.renew_deadline, metavar="SECONDS")
+    add("--retry-period", type=float, default=_DEFAULTS.retry_period, metavar="SECONDS")
+    add("--shards", type=int, default=_DEFAULTS.shards, help="one Lease per shard; objects map by UID hash")
+    add("--qps", type=float, default=_DEFAULTS.qps, help="client-side API rate limit (requests/second)")
+    add("--burst", type=int, default=_DEFAULTS.burst, help="client-side API burst")
+    add("--max-concurrency", type=int, default=_DEFAULTS.max_concurrency, help="objects reconciled at once")
+    add("--metrics-port", type=int, default=_DEFAULTS.metrics_port, help="Prometheus /metrics port (0: off)")
+    add("--health-port", type=int, default=_DEFAULTS.health_port, help="/healthz and /readyz port (0: off)")
+    add("--log-format", choices=[f.value for f in LogFormat], default=LogFormat.TEXT.value)
+    add("--log-level", default=_DEFAULTS.log_level)
+    add(
+        "--kubeconfig",
+        type=Path,
+        default=None,
+        help="kubeconfig file (default: in-cluster service account, else KUBECONFIG / ~/.kube/config)",
+    )
+    add("--identity", default=None, help="Lease holder identity (default: <hostname>-<pid>)")
+    parser.set_defaults(func=run)
+
+
+def _lease_namespace(explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    mounted = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+    try:
+        return mounted.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The frozen :class:`Settings` from parsed arguments (the only place they are read)."""
+    return Settings(
+        namespaces=tuple(args.namespaces),
+        lease_namespace=_lease_namespace(args.lease_namespace),
+        lease_name_prefix=args.lease_name_prefix,
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
+        shards=args.shards,
+        qps=args.qps,
+        burst=args.burst,
+        max_concurrency=args.max_concurrency,
+        metrics_port=args.metrics_port,
+        health_port=args.health_port,
+        log_format=LogFormat(args.log_format),
+        log_level=args.log_level,
+        kubeconfig=args.kubeconfig,
+        identity=args.identity or f"{socket.gethostname()}-{os.getpid()}",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_from(args)
+    except ValueError as error:
+        print(f"sundial run: {error}")
+        return 2
+    logs.configure(fmt=settings.log_format, level=settings.log_level)
+    return asyncio.run(process.run(settings))

@@ -1,0 +1,259 @@
+"""Jobs, ScheduledJobs (status compare-and-set) and Events: the calls the reconciler makes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from sundial import model
+from sundial.kube import errors, requests, results
+
+_SJ = (model.resource.GROUP, model.resource.VERSION)
+
+
+def controller_uid(body: Mapping[str, Any]) -> str | None:
+    """UID of the object's controller ownerReference, if any."""
+    for ref in (body.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            uid = ref.get("uid")
+            return str(uid) if uid else None
+    return None
+
+
+class ObjectsApi:
+    """Typed calls on Jobs, ScheduledJobs and Events. Every call is rate-limited and instrumented."""
+
+    def __init__(self, *, api_client: Any, requester: requests.Requester) -> None:
+        self._client = api_client
+        self._req = requester
+        self._batch: Any = client.BatchV1Api(api_client)
+        self._core: Any = client.CoreV1Api(api_client)
+        self._custom: Any = client.CustomObjectsApi(api_client)
+
+    def _plain(self, value: Any) -> dict[str, Any]:
+        plain: dict[str, Any] = self._client.sanitize_for_serialization(value)
+        return plain
+
+    # ScheduledJobs -----------------------------------------------------------------------------------
+
+    async def list_scheduled_jobs(self, *, namespace: str | None) -> list[dict[str, Any]]:
+        """All ScheduledJobs (in one namespace, or everywhere)."""
+        if namespace is None:
+            body = await self._req.call(
+                verb="list",
+                resource=model.resource.PLURAL,
+                request=lambda: self._custom.list_cluster_custom_object(
+                    *_SJ, model.resource.PLURAL, _request_timeout=60
+                ),
+            )
+        else:
+            body = await self._req.call(
+                verb="list",
+                resource=model.resource.PLURAL,
+                request=lambda: self._custom.list_namespaced_custom_object(
+                    *_SJ, namespace, model.resource.PLURAL, _request_timeout=60
+                ),
+            )
+        return list(body.get("items") or ())
+
+    async def get_scheduled_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object as the API has it now (never a cache); None if it is gone."""
+        try:
+            body: dict[str, Any] = await self._req.call(
+                verb="get",
+                resource=model.resource.PLURAL,
+                request=lambda: self._custom.get_namespaced_custom_object(
+                    *_SJ, namespace, model.resource.PLURAL, name, _request_timeout=requests.REQUEST_TIMEOUT
+                ),
+            )
+        except errors.KubeError as error:
+            if error.code == 404:
+                return None
+            raise
+        return body
+
+    async def write_status(
+        self, *, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]
+    ) -> results.WriteResult:
+        """PUT the status subresource with a resourceVersion precondition (the claim)."""
+        body = {
+            "apiVersion": f"{model.resource.GROUP}/{model.resource.VERSION}",
+            "kind": model.resource.KIND,
+            "metadata": {"name": name, "namespace": namespace, "resourceVersion": resource_version},
+            "status": dict(status),
+        }
+        try:
+            written: dict[str, Any] = await self._req.call(
+                verb="update",
+                resource=f"{model.resource.PLURAL}/status",
+                request=lambda: self._custom.replace_namespaced_custom_object_status(
+                    *_SJ,
+                    namespace,
+                    model.resource.PLURAL,
+                    name,
+                    body,
+                    _request_timeout=requests.REQUEST_TIMEOUT,
+                ),
+            )
+        except errors.KubeError as error:
+            if error.code == 409:
+                return results.Conflict()
+            if error.code == 404:
+                return results.Gone()
+            raise
+        return results.Written(body=written)
+
+    async def delete_scheduled_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
+        options = {"preconditions": {"uid": uid}, "propagationPolicy": "Background"}
+        try:
+            await self._req.call(
+                verb="delete",
+                resource=model.resource.PLURAL,
+                request=lambda: self._custom.delete_namespaced_custom_object(
+                    *_SJ,
+                    namespace,
+                    model.resource.PLURAL,
+                    name,
+                    body=options,
+                    _request_timeout=requests.REQUEST_TIMEOUT,
+                ),
+            )
+        except errors.KubeError as error:
+            if error.code == 404:
+                return results.Done()
+            if error.code == 409:
+                return results.Conflict()
+            raise
+        return results.Done()
+
+    # Jobs --------------------------------------------------------------------------------------------
+
+    async def list_jobs(self, *, namespace: str | None, label_selector: str) -> list[dict[str, Any]]:
+        if namespace is None:
+            body = await self._req.call(
+                verb="list",
+                resource="jobs",
+                request=lambda: self._batch.list_job_for_all_namespaces(
+                    label_selector=label_selector, _request_timeout=60
+                ),
+            )
+        else:
+            body = await self._req.call(
+                verb="list",
+                resource="jobs",
+                request=lambda: self._batch.list_namespaced_job(
+                    namespace, label_selector=label_selector, _request_timeout=60
+                ),
+            )
+        return list(self._plain(body).get("items") or ())
+
+    async def get_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            body = await self._req.call(
+                verb="get",
+                resource="jobs",
+                request=lambda: self._batch.read_namespaced_job(
+                    name, namespace, _request_timeout=requests.REQUEST_TIMEOUT
+                ),
+            )
+        except errors.KubeError as error:
+            if error.code == 404:
+                return None
+            raise
+        return self._plain(body)
+
+    async def create_job(
+        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str
+    ) -> results.CreateResult:
+        """Create a Job. AlreadyExists: adopt it if ``owner_uid`` controls it, else report it unexpected."""
+        try:
+            body = await self._req.call(
+                verb="create",
+                resource="jobs",
+                ok=201,
+                request=lambda: self._batch.create_namespaced_job(
+                    namespace, dict(manifest), _request_timeout=requests.REQUEST_TIMEOUT
+                ),
+            )
+        except errors.KubeError as error:
+            if error.code == 422 or (error.code == 400 and error.reason in {"Invalid", "BadRequest"}):
+                return results.Invalid(message=error.message or error.reason)
+            if error.code != 409:
+                raise
+            name = str((manifest.get("metadata") or {}).get("name", ""))
+            existing = await self.get_job(namespace=namespace, name=name)
+            if existing is None:  # deleted in between: a retry of the pass will create it again
+                raise errors.TransientError(
+                    code=409, reason="AlreadyExists", message="vanished on read"
+                ) from None
+            owner = controller_uid(existing)
+            if owner == owner_uid:
+                return results.Adopted(body=existing)
+            return results.Unexpected(owner_uid=owner)
+        return results.Created(body=self._plain(body))
+
+    async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
+        """Delete with a UID precondition (never a same-named successor), pods in the background."""
+        options = {"preconditions": {"uid": uid}, "propagationPolicy": "Background"}
+        try:
+            await self._req.call(
+                verb="delete",
+                resource="jobs",
+                request=lambda: self._batch.delete_namespaced_job(
+                    name, namespace, body=options, _request_timeout=requests.REQUEST_TIMEOUT
+                ),
+            )
+        except errors.KubeError as error:
+            if error.code == 404:
+                return results.Done()
+            if error.code == 409:
+                return results.Conflict()
+            raise
+        return results.Done()
+
+    # Events ------------------------------------------------------------------------------------------
+
+    async def create_event(
+        self,
+        *,
+        involved: model.ObjectMeta,
+        type_: str,
+        reason: str,
+        message: str,
+        now: datetime,
+        instance: str,
+    ) -> None:
+        """A core/v1 Event on the ScheduledJob (reportingComponent ``sundial``)."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{involved.name}.", "namespace": involved.namespace},
+            "involvedObject": {
+                "apiVersion": f"{model.resource.GROUP}/{model.resource.VERSION}",
+                "kind": model.resource.KIND,
+                "name": involved.name,
+                "namespace": involved.namespace,
+                "uid": involved.uid,
+                "resourceVersion": involved.resource_version,
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message[:1024],
+            "firstTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "lastTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "count": 1,
+            "source": {"component": "sundial"},
+            "reportingComponent": "sundial",
+            "reportingInstance": instance[:128],
+        }
+        await self._req.call(
+            verb="create",
+            resource="events",
+            ok=201,
+            request=lambda: self._core.create_namespaced_event(
+                involved.namespace, body, _request_timeout=requests.REQUEST_TIMEOUT
+            ),
+        )

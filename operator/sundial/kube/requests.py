@@ -1,0 +1,58 @@
+"""Every API request goes through :class:`Requester`: token bucket first, then timing and classification."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+from sundial.kube import errors, ratelimits
+
+T = TypeVar("T")
+
+#: Seconds before a single request is abandoned (then classified as transient).
+REQUEST_TIMEOUT = 10.0
+
+
+class ApiObserver(Protocol):
+    """Metrics hook: one call per finished request. ``code`` is the HTTP code, or ``"error"``."""
+
+    def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None: ...
+
+
+class NullObserver:
+    def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
+        return None
+
+
+class Requester:
+    """Rate-limits, times and classifies API requests."""
+
+    def __init__(
+        self,
+        *,
+        bucket: ratelimits.TokenBucket,
+        observer: ApiObserver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._bucket = bucket
+        self._observer: ApiObserver = observer or NullObserver()
+        self._clock = clock
+
+    async def call(
+        self, *, verb: str, resource: str, request: Callable[[], Awaitable[T]], ok: int = 200
+    ) -> T:
+        """Run ``request`` once. Raises :class:`errors.TransientError` or :class:`errors.KubeError`."""
+        await self._bucket.acquire()
+        started = self._clock()
+        try:
+            result = await request()
+        except Exception as error:
+            classified = errors.classify(error)
+            code = str(classified.code) if classified is not None and classified.code else "error"
+            self._observer.observe(verb=verb, resource=resource, code=code, seconds=self._clock() - started)
+            if classified is None:
+                raise
+            raise classified from error
+        self._observer.observe(verb=verb, resource=resource, code=str(ok), seconds=self._clock() - started)
+        return result

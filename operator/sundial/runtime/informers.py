@@ -1,0 +1,91 @@
+"""kopf as the informer and process frame only (DESIGN §7).
+
+* Two ``@kopf.on.event`` handlers (ScheduledJobs; Jobs labelled ``sundial.dev/scheduledjob``) feed the
+  store and return None. No changing handlers, daemons, timers or mandatory deletion handlers exist,
+  so kopf never computes a diff-base, stores progress, or adds a finalizer: in kopf 1.45
+  ``process_resource_causes`` only patches an object for changing/spawning causes; a registry with only
+  watching handlers leaves the object untouched (and would even remove a stale kopf finalizer).
+* The Job label selector is sent to the API server (``settings.watching.label_selectors``: kopf 1.45
+  adds it as ``labelSelector`` to both the initial LIST and the WATCH). The handler's own ``labels=``
+  filter is client-side only in kopf, so it is kept merely as a second guard.
+* Event posting is off (``settings.posting.enabled = False``): kopf posts no log lines as Events; our
+  Events are explicit API calls. Peering is off (standalone): Leases coordinate replicas.
+* An explicit ``@kopf.on.login`` gives kopf the same credentials as our own client.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import kopf
+
+from sundial import model
+from sundial.planner import names
+
+logger = logging.getLogger(__name__)
+
+EventFn = Callable[[str | None, Mapping[str, Any]], None]
+"""Called with (watch event type — None for the initial listing, ADDED, MODIFIED, DELETED —, raw body)."""
+
+
+async def connection_info(configuration: Any) -> Any:
+    """kopf credentials from the kubernetes_asyncio configuration our own client uses."""
+    header = configuration.get_api_key_with_prefix("BearerToken")
+    if inspect.isawaitable(header):
+        header = await header
+    parts = header.split(" ", 1) if header else []
+    scheme, token = (None, None) if not parts else (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+    return kopf.ConnectionInfo(
+        server=configuration.host,
+        ca_path=configuration.ssl_ca_cert,
+        insecure=not configuration.verify_ssl,
+        username=configuration.username or None,
+        password=configuration.password or None,
+        scheme=scheme,
+        token=token,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+    )
+
+
+def operator_settings() -> Any:
+    """kopf settings: no Event posting, no peering, server-side Job label selector."""
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False
+    settings.posting.loggers = False
+    settings.peering.standalone = True
+    settings.peering.mandatory = False
+    settings.watching.label_selectors["batch", "v1", "jobs"] = names.SCHEDULED_JOB_LABEL
+    settings.watching.inactivity_timeout = 70.0
+    settings.queueing.worker_limit = None
+    return settings
+
+
+def registry(
+    *,
+    configuration: Any,
+    on_scheduled_job: EventFn,
+    on_job: EventFn,
+    on_login: Callable[[], None] = lambda: None,
+) -> Any:
+    """A fresh kopf registry (no module-level handlers) with the login and the two event handlers."""
+    reg = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=reg)
+    async def login(**_: Any) -> Any:
+        info = await connection_info(configuration)
+        on_login()
+        return info
+
+    @kopf.on.event(model.resource.GROUP, model.resource.VERSION, model.resource.PLURAL, registry=reg)
+    async def scheduled_job_event(event: Mapping[str, Any], **_: Any) -> None:
+        on_scheduled_job(event.get("type"), event.get("object") or {})
+
+    @kopf.on.event("batch", "v1", "jobs", labels={names.SCHEDULED_JOB_LABEL: kopf.PRESENT}, registry=reg)
+    async def job_event(event: Mapping[str, Any], **_: Any) -> None:
+        on_job(event.get("type"), event.get("object") or {})
+
+    return reg

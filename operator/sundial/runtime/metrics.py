@@ -1,0 +1,45 @@
+"""Prometheus metrics (prefix ``sundial_``), in a registry of their own; no per-object labels."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
+API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+class Metrics:
+    """All of the operator's metrics. Also the API request observer of :mod:`sundial.kube.requests`."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.schedule_lag = Histogram(
+            "sundial_schedule_lag_seconds",
+            "From a run's nominal time to the creation of its first Job.",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.runs_started = Counter("sundial_runs_started", "Runs whose first Job was created.", registry=r)
+        self.attempts = Counter("sundial_attempts", "Jobs created (all attempts).", registry=r)
+        self.missed = Counter("sundial_runs_missed", "Runs missed (past the catch-up window).", registry=r)
+        self.skipped = Counter("sundial_runs_skipped", "Runs skipped (concurrencyPolicy Forbid).", registry=r)
+        self.dead_lettered = Counter("sundial_runs_dead_lettered", "Runs dead-lettered.", registry=r)
+        self.active_runs = Gauge("sundial_active_runs", "Runs with an active attempt.", registry=r)
+        self.leases_held = Gauge("sundial_leases_held", "Shard Leases this replica holds.", registry=r)
+        self.due_index_size = Gauge("sundial_due_index_size", "ScheduledJobs with a pending wake-up.", registry=r)
+        self.reconciles = Counter("sundial_reconciles", "Planning passes by outcome.", ["outcome"], registry=r)
+        self.api_requests = Counter(
+            "sundial_api_requests", "Kubernetes API requests.", ["verb", "resource", "code"], registry=r
+        )
+        self.api_latency = Histogram(
+            "sundial_api_request_duration_seconds",
+            "Kubernetes API request latency.",
+            ["verb", "resource"],
+            buckets=API_BUCKETS,
+            registry=r,
+        )
+
+    def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
+        self.api_requests.labels(verb=verb, resource=resource, code=code).inc()
+        self.api_latency.labels(verb=verb, resource=resource).observe(seconds)

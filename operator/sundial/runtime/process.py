@@ -1,0 +1,177 @@
+"""Assemble the operator from its parts and run it until SIGTERM/SIGINT (kopf handles the signals)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+
+from sundial.kube import connections, leases, objects, ratelimits, requests
+from sundial.runtime import informers, probes
+from sundial.runtime.dispatcher import Dispatcher
+from sundial.runtime.leadership import Leadership
+from sundial.runtime.metrics import Metrics
+from sundial.runtime.readiness import InitialListing
+from sundial.runtime.reconciler import Planner, Reconciler
+from sundial.runtime.settings import Settings
+from sundial.runtime.store import Store
+
+logger = logging.getLogger(__name__)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def default_planner() -> Planner:
+    from sundial.planner import planning  # noqa: PLC0415 - the planner is resolved when the operator starts
+
+    plan: Planner = planning.plan
+    return plan
+
+
+async def run(settings: Settings, *, planner: Planner | None = None) -> int:
+    """Run until a signal; release the Leases on the way out. Returns the process exit code."""
+    configuration = await connections.load_configuration(settings.kubeconfig)
+    client = connections.api_client(configuration)
+    metrics = Metrics()
+    requester = requests.Requester(
+        bucket=ratelimits.TokenBucket(rate=settings.qps, burst=settings.burst), observer=metrics
+    )
+    api = objects.ObjectsApi(api_client=client, requester=requester)
+    lease_api = leases.KubeLeaseApi(api_client=client, requester=requester)
+    store = Store()
+    listing = InitialListing(store)
+    stopping = asyncio.Event()
+
+    electors = [
+        leases.LeaseElector(
+            api=lease_api,
+            namespace=settings.lease_namespace,
+            name=settings.lease_name(shard),
+            identity=settings.identity,
+            lease_duration=settings.lease_duration,
+            renew_deadline=settings.renew_deadline,
+            retry_period=settings.retry_period,
+        )
+        for shard in range(settings.shards)
+    ]
+
+    def on_lease(shard: int, held: bool) -> None:
+        metrics.leases_held.set(leadership.held())
+        if held:  # everything in this shard may have become due while another replica held it
+            for key in store.scheduled_job_keys():
+                if reconciler.shard_of(key) == shard:
+                    dispatcher.touch(key)
+
+    leadership = Leadership(electors, on_change=on_lease)
+    reconciler = Reconciler(
+        store=store,
+        api=api,
+        leadership=leadership,
+        planner=planner or default_planner(),
+        metrics=metrics,
+        clock=utcnow,
+        identity=settings.identity,
+    )
+    dispatcher = Dispatcher(
+        reconcile=reconciler.reconcile,
+        max_concurrency=settings.max_concurrency,
+        clock=utcnow,
+        on_index_size=metrics.due_index_size.set,
+    )
+
+    def on_scheduled_job(kind: str | None, body: Mapping[str, Any]) -> None:
+        if kind == "DELETED":
+            key = store.drop_scheduled_job(body)
+            dispatcher.forget(key)
+            reconciler.forget(key)
+        else:
+            dispatcher.touch(store.put_scheduled_job(body))
+        listing.check()
+
+    def on_job(kind: str | None, body: Mapping[str, Any]) -> None:
+        key = store.drop_job(body) if kind == "DELETED" else store.put_job(body)
+        if key is not None:
+            dispatcher.touch(key)
+        listing.check()
+
+    logged_in = asyncio.Event()
+    registry = informers.registry(
+        configuration=configuration, on_scheduled_job=on_scheduled_job, on_job=on_job, on_login=logged_in.set
+    )
+    runners = []
+    if settings.health_port:
+        app = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set)
+        runners.append(await probes.serve(app, port=settings.health_port))
+    if settings.metrics_port:
+        runners.append(await probes.serve(probes.metrics_app(metrics.registry), port=settings.metrics_port))
+
+    async def take_over_signals() -> None:
+        # kopf installs its SIGINT/SIGTERM handlers while it spawns its tasks (before it logs in) and only
+        # stops after its watchers wind down (seconds). Ours replace them once kopf is up: stop acting at
+        # once, and let kopf stop through its stop flag (the same event).
+        await logged_in.wait()
+        await asyncio.sleep(0.2)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, stopping.set)
+
+    async def dispatch_when_ready() -> None:
+        await listing.ready.wait()
+        await dispatcher.run(stopping)
+
+    kopf_task = asyncio.create_task(
+        kopf.operator(
+            registry=registry,
+            settings=informers.operator_settings(),
+            clusterwide=not settings.namespaces,
+            namespaces=list(settings.namespaces),
+            standalone=True,
+            stop_flag=stopping,
+        ),
+        name="kopf",
+    )
+    tasks = [
+        asyncio.create_task(listing.load(api, settings.namespaces), name="initial listing"),
+        asyncio.create_task(leadership.run(stopping), name="leases"),
+        asyncio.create_task(dispatch_when_ready(), name="dispatcher"),
+        asyncio.create_task(take_over_signals(), name="signals"),
+    ]
+    logger.info(
+        "sundial operator %s started (shards=%d, namespaces=%s)",
+        settings.identity,
+        settings.shards,
+        ",".join(settings.namespaces) or "*",
+    )
+    code = 0
+    try:
+        pending: set[asyncio.Task[Any]] = {kopf_task, *tasks}
+        while pending and not stopping.is_set():
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            failed = [task for task in done if not task.cancelled() and task.exception() is not None]
+            for task in failed:
+                logger.error("%s failed", task.get_name(), exc_info=task.exception())
+                code = 1
+            if failed or kopf_task in done:
+                break
+    finally:
+        stopping.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await leadership.release()
+        with contextlib.suppress(asyncio.TimeoutError, Exception):
+            await asyncio.wait_for(kopf_task, timeout=10)
+        for runner in runners:
+            await runner.cleanup()
+        await client.close()
+        logger.info("sundial operator stopped")
+    return code

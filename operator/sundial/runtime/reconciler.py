@@ -1,0 +1,260 @@
+"""One planning pass for one ScheduledJob: plan → claim (status compare-and-set) → act (DESIGN §7).
+
+The status write is the claim. A 409 means another writer moved first: the object is re-read from the
+API (never the cache) and planned again, a bounded number of times. Only after the claim succeeds are
+the plan's actions run, in order, each one preceded by the "do I still hold the shard?" check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol, TypeVar
+
+from sundial import model
+from sundial.kube import errors, results
+from sundial.planner import actions
+from sundial.planner.observed import ObservedJob
+from sundial.planner.plans import Context, Plan
+from sundial.runtime import jobs, shards
+from sundial.runtime.leadership import Leadership
+from sundial.runtime.metrics import Metrics
+from sundial.runtime.store import Key, Store
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+Planner = Callable[[model.ScheduledJob, Sequence[ObservedJob], Context], Plan]
+
+#: Re-plans after a 409 (or an invalid template) before giving up this pass (the key is retried soon).
+MAX_REPLANS = 5
+#: In-pass retries of transient API errors; after that the pass fails and the dispatcher backs off.
+TRANSIENT_DELAYS = (0.2, 0.5, 1.0)
+#: When the replan budget is exhausted: try again this soon.
+CONTENDED_RETRY = timedelta(seconds=1)
+
+
+class ObjectsApi(Protocol):
+    """The calls of :class:`sundial.kube.objects.ObjectsApi` the reconciler needs (faked in tests)."""
+
+    async def get_scheduled_job(self, *, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    async def write_status(
+        self, *, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]
+    ) -> results.WriteResult: ...
+
+    async def delete_scheduled_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult: ...
+
+    async def create_job(
+        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str
+    ) -> results.CreateResult: ...
+
+    async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult: ...
+
+    async def create_event(
+        self, *, involved: model.ObjectMeta, type_: str, reason: str, message: str, now: datetime, instance: str
+    ) -> None: ...
+
+
+class Reconciler:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        api: ObjectsApi,
+        leadership: Leadership,
+        planner: Planner,
+        metrics: Metrics,
+        clock: Callable[[], datetime],
+        identity: str,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._store = store
+        self._api = api
+        self._lead = leadership
+        self._plan = planner
+        self._metrics = metrics
+        self._clock = clock
+        self._identity = identity
+        self._sleep = sleep
+        self._synthetic: dict[Key, dict[str, ObservedJob]] = {}
+        self._active: dict[Key, int] = {}
+
+    def shard_of(self, key: Key) -> int | None:
+        body = self._store.scheduled_job(key)
+        if body is None:
+            return None
+        return shards.shard_of(str((body.get("metadata") or {}).get("uid", "")), self._lead.shards)
+
+    def forget(self, key: Key) -> None:
+        self._synthetic.pop(key, None)
+        self._active.pop(key, None)
+        self._metrics.active_runs.set(sum(self._active.values()))
+
+    def _observed(self, key: Key) -> list[ObservedJob]:
+        seen = self._store.observed_jobs(key)
+        synthetic = self._synthetic.get(key, {})
+        return [job for job in seen if job.name not in synthetic] + list(synthetic.values())
+
+    async def reconcile(self, key: Key) -> datetime | None:
+        """One pass. Returns when to plan again (None: only on a change, or not ours right now)."""
+        body = self._store.scheduled_job(key)
+        if body is None:
+            self.forget(key)
+            return None
+        shard = shards.shard_of(str(body["metadata"].get("uid", "")), self._lead.shards)
+        if not self._lead.acting(shard):
+            return None
+        for _ in range(MAX_REPLANS):
+            obj = model.ScheduledJob.from_dict(body)
+            context = Context(now=self._clock(), fencing_token=self._lead.fencing_token(shard))
+            plan = self._plan(obj, self._observed(key), context)
+            if plan.write_status:
+                self._lead.check(shard)
+                written = await self._retrying(
+                    shard,
+                    functools.partial(
+                        self._api.write_status,
+                        namespace=key[0],
+                        name=key[1],
+                        resource_version=obj.metadata.resource_version,
+                        status=model.resource.dump_status(plan.status),
+                    ),
+                )
+                if isinstance(written, results.Gone):
+                    return None
+                if isinstance(written, results.Conflict):
+                    logger.debug("status conflict on %s/%s: re-reading from the API", *key)
+                    fresh = await self._retrying(
+                        shard, lambda: self._api.get_scheduled_job(namespace=key[0], name=key[1])
+                    )
+                    if fresh is None:
+                        return None
+                    body = fresh
+                    self._store.put_scheduled_job(fresh)
+                    continue
+                body = written.body
+                self._store.put_scheduled_job(body)
+                self._count(obj.status, plan.status)
+            if await self._act(key, shard, obj, plan):
+                continue  # an invalid template was recorded: plan again so the run is dead-lettered
+            self._settle(key, plan.status)
+            return plan.wake_at
+        logger.warning("%s/%s: still contended after %d re-plans", key[0], key[1], MAX_REPLANS)
+        return self._clock() + CONTENDED_RETRY
+
+    async def _retrying(self, shard: int, call: Callable[[], Awaitable[T]]) -> T:
+        """Retry transient API errors (5xx, 429, timeouts, quota) a few times; they consume no attempts."""
+        for delay in (*TRANSIENT_DELAYS, None):
+            try:
+                return await call()
+            except errors.TransientError as error:
+                if delay is None:
+                    raise
+                logger.info("transient API error, retrying in %.1fs: %s", delay, error)
+                await self._sleep(delay)
+                self._lead.check(shard)
+        raise AssertionError("unreachable")
+
+    async def _act(self, key: Key, shard: int, obj: model.ScheduledJob, plan: Plan) -> bool:
+        """Run the plan's actions in order. True: re-plan (a Job template was rejected as invalid)."""
+        for action in plan.actions:
+            match action:
+                case actions.CreateJob():
+                    if await self._create(key, shard, obj, action):
+                        return True
+                case actions.DeleteJob():
+                    self._lead.check(shard)
+                    await self._retrying(
+                        shard,
+                        functools.partial(self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid),
+                    )
+                case actions.EmitEvent():
+                    await self._event(shard, obj, action.type.value, action.reason.value, action.message)
+                case actions.DeleteScheduledJob():
+                    self._lead.check(shard)
+                    await self._retrying(
+                        shard,
+                        lambda: self._api.delete_scheduled_job(namespace=key[0], name=key[1], uid=obj.metadata.uid),
+                    )
+        return False
+
+    async def _create(self, key: Key, shard: int, obj: model.ScheduledJob, action: actions.CreateJob) -> bool:
+        self._lead.check(shard)
+        created = await self._retrying(
+            shard, lambda: self._api.create_job(namespace=key[0], manifest=action.manifest, owner_uid=obj.metadata.uid)
+        )
+        name = str((action.manifest.get("metadata") or {}).get("name", ""))
+        match created:
+            case results.Created(body=body):
+                self._store.put_job(body)
+                self._metrics.attempts.inc()
+                if action.attempt == 1:
+                    self._metrics.runs_started.inc()
+                    lag = (self._clock() - action.scheduled_time).total_seconds()
+                    self._metrics.schedule_lag.observe(max(lag, 0.0))
+                logger.info("created Job %s/%s (attempt %d)", key[0], name, action.attempt)
+            case results.Adopted(body=body):
+                self._store.put_job(body)
+                logger.info("adopted existing Job %s/%s", key[0], name)
+            case results.Unexpected(owner_uid=owner):
+                await self._event(
+                    shard,
+                    obj,
+                    "Warning",
+                    "UnexpectedJob",
+                    f"Job {name} exists but is not controlled by this ScheduledJob "
+                    f"(controller uid {owner}); left alone",
+                )
+            case results.Invalid(message=message):
+                logger.warning("Job %s/%s rejected as invalid: %s", key[0], name, message)
+                self._synthetic.setdefault(key, {})[name] = jobs.invalid(
+                    action.manifest,
+                    message=message,
+                    scheduled_time=action.scheduled_time,
+                    attempt=action.attempt,
+                    owner_uid=obj.metadata.uid,
+                    now=self._clock(),
+                )
+                return True
+        return False
+
+    async def _event(self, shard: int, obj: model.ScheduledJob, type_: str, reason: str, message: str) -> None:
+        """Best effort: an Event never fails the pass."""
+        if not self._lead.acting(shard):
+            return
+        try:
+            await self._api.create_event(
+                involved=obj.metadata,
+                type_=type_,
+                reason=reason,
+                message=message,
+                now=self._clock(),
+                instance=self._identity,
+            )
+        except Exception as error:
+            logger.info(
+                "could not post Event %s on %s/%s: %s", reason, obj.metadata.namespace, obj.metadata.name, error
+            )
+
+    def _count(self, old: model.ScheduledJobStatus, new: model.ScheduledJobStatus) -> None:
+        """Counters from the status deltas the claim just recorded."""
+        self._metrics.missed.inc(max(0, new.counters.missed - old.counters.missed))
+        self._metrics.skipped.inc(max(0, new.counters.skipped - old.counters.skipped))
+        self._metrics.dead_lettered.inc(max(0, new.counters.dead_lettered - old.counters.dead_lettered))
+
+    def _settle(self, key: Key, status: model.ScheduledJobStatus) -> None:
+        """After a complete pass: drop tombstones and synthetic Jobs the status no longer needs."""
+        needed = {run.job for run in status.active}
+        self._store.prune_tombstones(key, still_needed=needed)
+        synthetic = self._synthetic.get(key)
+        if synthetic:
+            for name in [name for name in synthetic if name not in needed]:
+                del synthetic[name]
+            if not synthetic:
+                del self._synthetic[key]
+        self._active[key] = len(status.active)
+        self._metrics.active_runs.set(sum(self._active.values()))

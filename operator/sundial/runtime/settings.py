@@ -1,0 +1,79 @@
+"""Settings of ``sundial run``: one frozen value, built by the CLI from its arguments (never from env)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from enum import StrEnum
+from pathlib import Path
+
+
+class LogFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    namespaces: Sequence[str] = ()
+    """Namespaces to watch; empty means every namespace (cluster-wide)."""
+
+    lease_namespace: str = "default"
+    """Namespace of the shard Leases (``coordination.k8s.io/v1``)."""
+
+    lease_name_prefix: str = "sundial"
+    """Leases are named ``<prefix>-shard-<i>``."""
+
+    lease_duration: float = 15.0
+    """Seconds a standby waits after it last saw a Lease change before taking it over."""
+
+    renew_deadline: float = 10.0
+    """Seconds after the last successful renewal (monotonic) beyond which this replica stops acting."""
+
+    retry_period: float = 2.0
+    """Seconds between acquire/renew attempts."""
+
+    shards: int = 1
+    """Number of shards (Leases); an object belongs to shard ``hash(uid) mod shards``."""
+
+    qps: float = 50.0
+    """Sustained API requests per second (client-side token bucket) for the operator's own calls."""
+
+    burst: int = 100
+    """Token bucket size: requests allowed at once after a quiet period."""
+
+    max_concurrency: int = 16
+    """Objects reconciled at the same time."""
+
+    metrics_port: int = 8080
+    """Port of the Prometheus ``/metrics`` endpoint (0: disabled)."""
+
+    health_port: int = 8081
+    """Port of ``/healthz`` and ``/readyz`` (0: disabled)."""
+
+    log_format: LogFormat = LogFormat.TEXT
+    """``text`` for people, ``json`` (one object per line) for log pipelines."""
+
+    log_level: str = "INFO"
+    """Root log level."""
+
+    kubeconfig: Path | None = None
+    """A kubeconfig file; None: in-cluster service account, else ``KUBECONFIG`` / ``~/.kube/config``."""
+
+    identity: str = ""
+    """This replica's Lease holder identity (default: ``<hostname>-<pid>``, filled in by the CLI)."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError("need 0 < --retry-period < --renew-deadline < --lease-duration")
+        if self.shards < 1:
+            raise ValueError("--shards must be at least 1")
+        if self.qps <= 0 or self.burst < 1:
+            raise ValueError("--qps must be > 0 and --burst >= 1")
+        if self.max_concurrency < 1:
+            raise ValueError("--max-concurrency must be at least 1")
+        if not self.identity:
+            raise ValueError("identity must not be empty")
+
+    def lease_name(self, shard: int) -> str:
+        return f"{self.lease_name_prefix}-shard-{shard}"
