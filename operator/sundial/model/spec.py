@@ -8,10 +8,10 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from sundial import schedule
-from sundial.schedule import Timetable
 from sundial.model.base import SpecModel
 from sundial.model.enums import ConcurrencyPolicy
 from sundial.model.types import Duration, Timestamp
+from sundial.schedule import Timetable
 
 #: Longest accepted cron expression, time zone name and similar strings (mirrors the CRD's maxLength).
 MAX_SCHEDULE_LENGTH = 256

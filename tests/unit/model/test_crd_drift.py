@@ -418,3 +418,33 @@ def test_the_duration_pattern_admits_what_the_model_parses(text: str) -> None:
 @pytest.mark.parametrize("text", ["-1s", "1", "1d", "s", "", "1h-5m", "1 h", "P1D"])
 def test_the_duration_pattern_refuses_what_is_not_a_go_duration(text: str) -> None:
     assert re.fullmatch(DURATION_PATTERN, text) is None
+
+
+def test_the_job_template_outline_requires_containers_and_preserves_the_rest() -> None:
+    template = version_schema()["properties"]["spec"]["properties"]["jobTemplate"]
+    job_spec = template["properties"]["spec"]
+    pod_template = job_spec["properties"]["template"]
+    pod_spec = pod_template["properties"]["spec"]
+
+    assert template["required"] == ["spec"]
+    assert template["properties"]["metadata"]["x-kubernetes-preserve-unknown-fields"] is True
+    assert job_spec["x-kubernetes-preserve-unknown-fields"] is True
+    assert job_spec["required"] == ["template"]
+    assert pod_template["x-kubernetes-preserve-unknown-fields"] is True
+    assert pod_template["required"] == ["spec"]
+    assert pod_spec["x-kubernetes-preserve-unknown-fields"] is True
+    assert pod_spec["required"] == ["containers"]
+    assert pod_spec["properties"]["containers"]["minItems"] == 1
+
+
+def test_the_cel_rules_name_their_field() -> None:
+    spec = version_schema()["properties"]["spec"]
+    rules = [
+        *spec["x-kubernetes-validations"],
+        *spec["properties"]["timeZone"]["x-kubernetes-validations"],
+        *spec["properties"]["retry"]["properties"]["backoff"]["x-kubernetes-validations"],
+    ]
+    assert len(rules) == 5
+    for rule in rules:
+        text = rule.get("message") or rule["messageExpression"]
+        assert "spec." in text, rule
