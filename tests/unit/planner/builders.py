@@ -7,12 +7,22 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sundial.model import ScheduledJobStatus, SpecError
+from sundial.model import (
+    ActiveRun,
+    Condition,
+    DeadLetter,
+    DeadLetterReason,
+    PendingRetry,
+    ScheduledJobStatus,
+    SpecError,
+    Trigger,
+)
 from sundial.model.resource import ObjectMeta, ScheduledJob, parse_spec
 from sundial.planner.actions import CreateJob, DeleteJob, DeleteScheduledJob, EmitEvent
 from sundial.planner.manifests import job_name
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
+from sundial.schedule import format_rfc3339
 
 UID = "0f9d6c1e-uid"
 NAME = "nightly-report"
@@ -183,3 +193,93 @@ def unix(when: datetime) -> int:
 
 def first(values: Sequence[Any]) -> Any:
     return values[0]
+
+
+def active_run(
+    when: datetime,
+    attempt: int = 1,
+    *,
+    trigger: Trigger = Trigger.SCHEDULE,
+    claimed: datetime | None = None,
+    seen: bool = True,
+    manual: bool = False,
+    limit: int | None = None,
+) -> ActiveRun:
+    return ActiveRun(
+        scheduled_time=when,
+        attempt=attempt,
+        job=name_at(when, attempt, manual=manual),
+        trigger=trigger,
+        claimed_at=claimed or when,
+        job_seen=seen,
+        manual=manual,
+        attempt_limit=limit,
+    )
+
+
+def pending_retry(
+    when: datetime,
+    attempt: int = 2,
+    *,
+    not_before: datetime,
+    trigger: Trigger = Trigger.SCHEDULE,
+    manual: bool = False,
+    limit: int | None = None,
+) -> PendingRetry:
+    return PendingRetry(
+        scheduled_time=when,
+        attempt=attempt,
+        not_before=not_before,
+        trigger=trigger,
+        last_job=name_at(when, attempt - 1, manual=manual),
+        last_failure="BackoffLimitExceeded",
+        manual=manual,
+        attempt_limit=limit,
+    )
+
+
+def dead_letter(when: datetime, attempts: int = 1, *, reason: DeadLetterReason | None = None) -> DeadLetter:
+    return DeadLetter(
+        scheduled_time=when,
+        attempts=attempts,
+        last_job=name_at(when, attempts),
+        reason=reason or DeadLetterReason.MAX_ATTEMPTS_EXCEEDED,
+        message="attempt failed",
+        trigger=Trigger.SCHEDULE,
+        dead_lettered_at=when,
+    )
+
+
+def steady_conditions(next_time: datetime | None = None) -> tuple[Condition, ...]:
+    """The conditions of a settled hourly object whose next run is ``next_time``."""
+    upcoming = next_time or top_of_the_hour() + timedelta(hours=1)
+    since = created()
+
+    def make(kind: str, state: str, reason: str, message: str = "") -> Condition:
+        return Condition(
+            type=kind,
+            status=state,
+            reason=reason,
+            message=message,
+            last_transition_time=since,
+            observed_generation=1,
+        )
+
+    return (
+        make("Suspended", "False", "NotSuspended"),
+        make("DeadLettered", "False", "NoDeadLetters"),
+        make("Ready", "True", "Scheduled", f"next run at {format_rfc3339(upcoming)}"),
+    )
+
+
+def status(**fields: Any) -> ScheduledJobStatus:
+    """A settled status of the hourly object that handled everything up to top_of_the_hour()."""
+    fields.setdefault("schedule_cursor", top_of_the_hour())
+    fields.setdefault("next_schedule_time", top_of_the_hour() + timedelta(hours=1))
+    fields.setdefault("observed_generation", 1)
+    fields.setdefault("conditions", steady_conditions())
+    return ScheduledJobStatus(**fields)
+
+
+def counters(plan: Plan) -> dict[str, int]:
+    return {key: value for key, value in plan.status.counters.model_dump().items() if value}
