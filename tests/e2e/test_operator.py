@@ -1,0 +1,335 @@
+"""The operator end to end: ``sundial run`` as a subprocess against a real API server.
+
+The module fixture applies the CRD and starts ``python -m sundial run --kubeconfig …`` (its log is kept
+under the pytest temp directory and printed on failure). Every test polls with a deadline; schedules are
+seconds-level so the whole module takes well under a minute of schedule time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from tests.e2e.conftest import Cluster
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+
+REPO = Path(__file__).resolve().parents[2]
+LABEL = "sundial.dev/scheduledjob"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError:
+        return 0, ""
+
+
+@dataclass
+class Operator:
+    process: subprocess.Popen[bytes]
+    log: Path
+    metrics_url: str
+    health_url: str
+    lease_prefix: str
+
+    def log_tail(self, lines: int = 80) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    cluster.kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
+    cluster.kubectl("wait", "--for=condition=Established", "crd/scheduledjobs.sundial.dev", "--timeout=60s")
+    log = tmp_path_factory.mktemp("operator") / "operator.log"
+    metrics_port, health_port = _free_port(), _free_port()
+    prefix = f"e2e-{uuid.uuid4().hex[:6]}"
+    command = [
+        sys.executable, "-m", "sundial", "run",
+        "--kubeconfig", str(cluster.kubeconfig),
+        "--lease-namespace", "default",
+        "--lease-name-prefix", prefix,
+        "--metrics-port", str(metrics_port),
+        "--health-port", str(health_port),
+        "--log-format", "json",
+    ]  # fmt: skip
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO)
+    handle = Operator(
+        process=process,
+        log=log,
+        metrics_url=f"http://127.0.0.1:{metrics_port}/metrics",
+        health_url=f"http://127.0.0.1:{health_port}",
+        lease_prefix=prefix,
+    )
+    try:
+        cluster.wait_for(
+            lambda: process.poll() is None and _http_get(handle.health_url + "/readyz")[0] == 200,
+            timeout=60,
+            message="the operator's /readyz",
+        )
+        yield handle
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        print(f"operator log: {log}\n{handle.log_tail()}")
+
+
+# Helpers ---------------------------------------------------------------------------------------------
+
+
+def _scheduled_job(name: str, template: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    job_spec = template["spec"]
+    return {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": name},
+        "spec": {**spec, "jobTemplate": {"metadata": {"labels": {"team": "e2e"}}, "spec": job_spec}},
+    }
+
+
+def _jobs(cluster: Cluster, namespace: str, owner: str) -> list[dict[str, Any]]:
+    listing = cluster.get_json("jobs", "-n", namespace, "-l", f"{LABEL}={owner}") or {}
+    items: list[dict[str, Any]] = listing.get("items") or []
+    return sorted(items, key=lambda job: job["metadata"]["name"])
+
+
+def _sj(cluster: Cluster, namespace: str, name: str) -> dict[str, Any]:
+    body: dict[str, Any] = cluster.get_json("scheduledjob", name, "-n", namespace) or {}
+    return body
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == kind:
+            return dict(condition)
+    return None
+
+
+def _is_true(obj: dict[str, Any], kind: str) -> bool:
+    condition = _condition(obj, kind)
+    return bool(condition and condition.get("status") == "True")
+
+
+def _soon(seconds: float) -> str:
+    at = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _events(cluster: Cluster, namespace: str, name: str) -> list[dict[str, Any]]:
+    listing = (
+        cluster.get_json(
+            "events",
+            "-n",
+            namespace,
+            "--field-selector",
+            f"involvedObject.kind=ScheduledJob,involvedObject.name={name}",
+        )
+        or {}
+    )
+    items: list[dict[str, Any]] = listing.get("items") or []
+    return items
+
+
+# Tests -----------------------------------------------------------------------------------------------
+
+
+def test_readyz_and_metrics(operator: Operator) -> None:
+    assert _http_get(operator.health_url + "/healthz")[0] == 200
+    assert _http_get(operator.health_url + "/readyz")[0] == 200
+    code, text = _http_get(operator.metrics_url)
+    assert code == 200
+    for name in (
+        "sundial_leases_held",
+        "sundial_due_index_size",
+        "sundial_api_requests_total",
+        "sundial_schedule_lag_seconds",
+        "sundial_runs_started_total",
+    ):
+        assert name in text
+    assert "sundial_leases_held 1.0" in text
+
+
+def test_cron_every_five_seconds_creates_contract_jobs(operator: Operator, cluster: Cluster, namespace: str) -> None:
+    cluster.apply(_scheduled_job("every5", cluster.job_manifest("x"), schedule="*/5 * * * * *"), namespace)
+    jobs = cluster.wait_for(
+        lambda: (found := _jobs(cluster, namespace, "every5")) and len(found) >= 2 and found,
+        timeout=30,
+        message="two Jobs of a */5-second schedule",
+    )
+    sj = _sj(cluster, namespace, "every5")
+    uid = sj["metadata"]["uid"]
+    for job in jobs:
+        meta = job["metadata"]
+        assert meta["labels"][LABEL] == "every5"
+        assert meta["labels"]["team"] == "e2e"
+        annotations = meta["annotations"]
+        scheduled = dt.datetime.fromisoformat(annotations["sundial.dev/scheduled-time"].replace("Z", "+00:00"))
+        assert scheduled.second % 5 == 0
+        assert annotations["sundial.dev/attempt"] == "1"
+        assert annotations["sundial.dev/trigger"] == "schedule"
+        assert annotations["sundial.dev/idempotency-key"]
+        assert annotations["sundial.dev/fencing-token"].startswith("0-")
+        owners = [ref for ref in meta["ownerReferences"] if ref.get("controller")]
+        assert [(ref["kind"], ref["name"], ref["uid"]) for ref in owners] == [("ScheduledJob", "every5", uid)]
+        env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert env["SUNDIAL_SCHEDULED_TIME"] == annotations["sundial.dev/scheduled-time"]
+        assert env["SUNDIAL_ATTEMPT"] == "1"
+        assert env["SUNDIAL_IDEMPOTENCY_KEY"] == annotations["sundial.dev/idempotency-key"]
+        assert env["SUNDIAL_FENCING_TOKEN"] == annotations["sundial.dev/fencing-token"]
+
+    sj = cluster.wait_for(
+        lambda: (
+            (obj := _sj(cluster, namespace, "every5")) and (obj.get("status") or {}).get("lastSuccessfulTime") and obj
+        ),
+        timeout=30,
+        message="status.lastSuccessfulTime",
+    )
+    status = sj["status"]
+    assert status["lastScheduleTime"]
+    assert status["nextScheduleTime"]
+    assert _is_true(sj, "Ready")
+    # kopf is an informer only: no kopf annotations, no finalizers, after several runs.
+    metadata = sj["metadata"]
+    assert not [key for key in metadata.get("annotations") or {} if "kopf" in key]
+    assert not metadata.get("finalizers")
+    reasons = {event["reason"] for event in _events(cluster, namespace, "every5")}
+    assert "SuccessfulCreate" in reasons
+    cluster.kubectl("delete", "scheduledjob", "every5", "-n", namespace, "--wait=false")
+
+
+def test_run_at_one_off_completes(operator: Operator, cluster: Cluster, namespace: str) -> None:
+    cluster.apply(_scheduled_job("once", cluster.job_manifest("x"), runAt=_soon(2)), namespace)
+    sj = cluster.wait_for(
+        lambda: (obj := _sj(cluster, namespace, "once")) and _is_true(obj, "Complete") and obj,
+        timeout=40,
+        message="Complete=True on a runAt one-off",
+    )
+    assert (_condition(sj, "Complete") or {}).get("reason") == "Succeeded"
+    assert len(_jobs(cluster, namespace, "once")) == 1
+    assert sj["status"]["counters"]["succeeded"] == 1
+
+
+def test_failing_run_is_retried_then_dead_lettered(operator: Operator, cluster: Cluster, namespace: str) -> None:
+    manifest = _scheduled_job(
+        "flaky",
+        cluster.job_manifest("x", fail=True),
+        runAt=_soon(1),
+        failedJobsHistoryLimit=5,
+        retry={"maxAttempts": 2, "backoff": {"initial": "1s", "factor": 1, "max": "1s"}},
+    )
+    cluster.apply(manifest, namespace)
+    sj = cluster.wait_for(
+        lambda: (obj := _sj(cluster, namespace, "flaky")) and (obj.get("status") or {}).get("deadLetters") and obj,
+        timeout=60,
+        message="a dead letter after two failed attempts",
+    )
+    jobs = _jobs(cluster, namespace, "flaky")
+    attempts = sorted(job["metadata"]["annotations"]["sundial.dev/attempt"] for job in jobs)
+    assert attempts == ["1", "2"], [job["metadata"]["name"] for job in jobs]
+    retry = next(job for job in jobs if job["metadata"]["annotations"]["sundial.dev/attempt"] == "2")
+    assert retry["metadata"]["annotations"]["sundial.dev/trigger"] == "retry"
+    assert len({job["metadata"]["annotations"]["sundial.dev/idempotency-key"] for job in jobs}) == 1
+    [letter] = sj["status"]["deadLetters"]
+    assert letter["reason"] == "MaxAttemptsExceeded"
+    assert letter["attempts"] == 2
+    assert _is_true(sj, "DeadLettered")
+
+
+def test_invalid_template_is_dead_lettered_while_others_keep_firing(
+    operator: Operator, cluster: Cluster, namespace: str
+) -> None:
+    poison = cluster.job_manifest("x")
+    # The CRD accepts any pod template; the Job API requires restartPolicy Never or OnFailure (422).
+    poison["spec"]["template"]["spec"]["restartPolicy"] = "Always"
+    cluster.apply(_scheduled_job("poison", poison, runAt=_soon(1)), namespace)
+    cluster.apply(_scheduled_job("healthy", cluster.job_manifest("x"), schedule="*/2 * * * * *"), namespace)
+    sj = cluster.wait_for(
+        lambda: (obj := _sj(cluster, namespace, "poison")) and (obj.get("status") or {}).get("deadLetters") and obj,
+        timeout=30,
+        message="InvalidJobTemplate dead letter",
+    )
+    [letter] = sj["status"]["deadLetters"]
+    assert letter["reason"] == "InvalidJobTemplate"
+    assert letter["message"]
+    assert _jobs(cluster, namespace, "poison") == []
+    started = len(_jobs(cluster, namespace, "healthy"))
+    cluster.wait_for(
+        lambda: len(_jobs(cluster, namespace, "healthy")) >= started + 2,
+        timeout=20,
+        message="the healthy ScheduledJob keeps firing",
+    )
+    cluster.kubectl("delete", "scheduledjob", "healthy", "-n", namespace, "--wait=false")
+
+
+def test_forbid_skips_while_a_run_is_active(operator: Operator, cluster: Cluster, namespace: str) -> None:
+    slow = cluster.job_manifest("x", duration_seconds=6)
+    cluster.apply(_scheduled_job("forbid", slow, schedule="*/2 * * * * *", concurrencyPolicy="Forbid"), namespace)
+    sj = cluster.wait_for(
+        lambda: (
+            (obj := _sj(cluster, namespace, "forbid"))
+            and ((obj.get("status") or {}).get("counters") or {}).get("skipped", 0) >= 1
+            and obj
+        ),
+        timeout=30,
+        message="a skipped run under Forbid",
+    )
+    assert len(sj["status"].get("active") or []) <= 1
+    assert "RunSkipped" in {event["reason"] for event in _events(cluster, namespace, "forbid")}
+    cluster.kubectl("delete", "scheduledjob", "forbid", "-n", namespace, "--wait=false")
+
+
+def test_trigger_annotation_starts_a_manual_run(operator: Operator, cluster: Cluster, namespace: str) -> None:
+    cluster.apply(_scheduled_job("manual", cluster.job_manifest("x"), schedule="0 0 1 1 *"), namespace)
+    cluster.wait_for(
+        lambda: (_sj(cluster, namespace, "manual").get("status") or {}).get("nextScheduleTime"),
+        timeout=20,
+        message="the ScheduledJob is planned",
+    )
+    assert _jobs(cluster, namespace, "manual") == []
+    cluster.kubectl("annotate", "scheduledjob", "manual", "-n", namespace, "sundial.dev/trigger=token-1")
+    [job] = cluster.wait_for(
+        lambda: _jobs(cluster, namespace, "manual"), timeout=20, message="a manually triggered Job"
+    )
+    assert job["metadata"]["annotations"]["sundial.dev/trigger"] == "manual"
+    cluster.wait_for(
+        lambda: (_sj(cluster, namespace, "manual").get("status") or {}).get("lastHandledTrigger") == "token-1",
+        timeout=20,
+        message="status.lastHandledTrigger echoes the token",
+    )
+
+
+def test_operator_log_is_structured_json_without_credentials(operator: Operator) -> None:
+    lines = [line for line in operator.log.read_text(errors="replace").splitlines() if line.startswith("{")]
+    assert lines, operator.log_tail()
+    parsed = [json.loads(line) for line in lines]
+    assert all({"time", "level", "logger", "message"} <= set(entry) for entry in parsed)
+    assert not [line for line in lines if "BEGIN" in line or "Bearer" in line]
