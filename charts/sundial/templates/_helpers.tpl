@@ -1,0 +1,93 @@
+{{/* The chart name. */}}
+{{- define "sundial.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name: <release>-<chart>, or <release> when it already contains the chart name. */}}
+{{- define "sundial.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "sundial.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "sundial.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: sundial
+{{- end }}
+
+{{/* Labels that select the operator pods. */}}
+{{- define "sundial.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sundial.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end }}
+
+{{/* The ServiceAccount's name. */}}
+{{- define "sundial.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "sundial.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The image reference: repository@digest, or repository:tag (default: appVersion). */}}
+{{- define "sundial.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The shard Lease names: <prefix>-shard-0 .. <prefix>-shard-<shards-1>, as a YAML flow list. */}}
+{{- define "sundial.leaseNames" -}}
+{{- $names := list }}
+{{- range $i := until (int .Values.shards) }}
+{{- $names = append $names (printf "%s-shard-%d" $.Values.leaderElection.leaseNamePrefix $i) }}
+{{- end }}
+{{- toJson $names }}
+{{- end }}
+
+{{/* The operator's API access (everything but Leases), shared by the ClusterRole and the namespaced Roles. */}}
+{{- define "sundial.operatorRules" -}}
+# Watch ScheduledJobs; delete one-offs after ttlSecondsAfterFinished. Never update or patch them: the
+# operator does not edit spec, metadata or finalizers of user objects.
+- apiGroups: [sundial.dev]
+  resources: [scheduledjobs]
+  verbs: [get, list, watch, delete]
+# Status only through the subresource, each write a compare-and-set.
+- apiGroups: [sundial.dev]
+  resources: [scheduledjobs/status]
+  verbs: [get, update, patch]
+# One Job per attempt; concurrencyPolicy Replace and the history limits delete Jobs.
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, list, watch, create, delete]
+# Events on ScheduledJobs.
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end }}
+
+{{/* Checks of values that the schema cannot express. */}}
+{{- define "sundial.validate" -}}
+{{- $le := .Values.leaderElection }}
+{{- if not (and (lt (float64 $le.retryPeriod) (float64 $le.renewDeadline)) (lt (float64 $le.renewDeadline) (float64 $le.leaseDuration))) }}
+{{- fail "leaderElection: need retryPeriod < renewDeadline < leaseDuration" }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Build the helm CLI from its Go module and cache it outside the repo (no prebuilt binary download).
+#
+# Usage: bash tools/helm/build.sh
+#   Last line on stdout: the path of the helm binary. Progress goes to stderr.
+#
+# Environment:
+#   SUNDIAL_CACHE_DIR   cache root (default: $HOME/.cache/sundial). The binary lands in
+#                       $SUNDIAL_CACHE_DIR/helm/<version>/helm; Go module and build caches are shared
+#                       with the control plane's ($SUNDIAL_CACHE_DIR/controlplane/go/{mod,build}).
+#   GO                  go binary to use (default: `go` on PATH, then /usr/local/go/bin/go).
+#   BUILD_PARALLELISM   value for `go build -p` (default: number of CPUs, at most 4).
+set -euo pipefail
+
+# The one place the helm version is pinned.
+HELM_VERSION=v3.22.0
+HELM_PACKAGE=helm.sh/helm/v3/cmd/helm
+
+log() { printf '[helm] %s\n' "$*" >&2; }
+die() { printf '[helm] ERROR: %s\n' "$*" >&2; exit 1; }
+
+cache_root="${SUNDIAL_CACHE_DIR:-${HOME:?HOME is not set}/.cache/sundial}"
+out_dir="$cache_root/helm/$HELM_VERSION"
+helm_bin="$out_dir/helm"
+
+if [[ -x "$helm_bin" ]]; then
+  log "cached: $helm_bin"
+  printf '%s\n' "$helm_bin"
+  exit 0
+fi
+
+GO="${GO:-$(command -v go || true)}"
+if [[ -z "$GO" && -x /usr/local/go/bin/go ]]; then GO=/usr/local/go/bin/go; fi
+[[ -n "$GO" && -x "$GO" ]] || die "no 'go' found: install Go and put it on PATH, or set GO=/path/to/go."
+
+export GOMODCACHE="$cache_root/controlplane/go/mod"
+export GOCACHE="$cache_root/controlplane/go/build"
+export GOTOOLCHAIN=local
+export GOWORK=off
+export CGO_ENABLED=0
+export GOBIN="$out_dir/.gobin"
+nproc_="$(nproc 2>/dev/null || echo 2)"
+jobs="${BUILD_PARALLELISM:-$(( nproc_ > 4 ? 4 : nproc_ ))}"
+
+mkdir -p "$out_dir" "$GOMODCACHE" "$GOCACHE"
+exec 9>"$out_dir/.lock"
+if ! flock -n 9; then
+  log "another build holds $out_dir/.lock; waiting"
+  flock 9
+fi
+if [[ -x "$helm_bin" ]]; then
+  log "cached: $helm_bin"
+  printf '%s\n' "$helm_bin"
+  exit 0
+fi
+
+start=$SECONDS
+log "building $HELM_PACKAGE@$HELM_VERSION with $("$GO" env GOVERSION), -p $jobs"
+# `go install pkg@version` builds in module mode from the module's own go.mod and go.sum.
+"$GO" install -p "$jobs" -trimpath \
+  -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+  "$HELM_PACKAGE@$HELM_VERSION"
+mv -f "$GOBIN/helm" "$helm_bin"
+rmdir "$GOBIN" 2>/dev/null || true
+"$helm_bin" version --short >&2
+log "built in $(( SECONDS - start ))s"
+printf '%s\n' "$helm_bin"
