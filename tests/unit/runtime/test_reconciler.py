@@ -1,0 +1,169 @@
+"""One pass: claim (status CAS) before acting, re-read on 409, re-plan after an invalid template, and
+never a write without the shard's lease."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sundial import model
+from sundial.kube import leases, results
+from sundial.model.status import ScheduledJobStatus
+from sundial.planner import actions
+from sundial.planner.observed import JobPhase, ObservedJob
+from sundial.planner.plans import Context, Plan
+from sundial.runtime.leadership import Leadership
+from sundial.runtime.metrics import Metrics
+from sundial.runtime.reconciler import Reconciler
+from sundial.runtime.store import Store
+
+NOW = datetime(2026, 3, 1, 2, 30, 5, tzinfo=UTC)
+KEY = ("team-a", "nightly")
+
+
+class Elector:
+    def __init__(self, holding: bool = True, transitions: int = 3) -> None:
+        self.holding = holding
+        self.transitions = transitions
+
+
+def body(rv: str = "1") -> dict[str, Any]:
+    return {"metadata": {"name": "nightly", "namespace": "team-a", "uid": "sj-uid", "resourceVersion": rv},
+            "spec": {}, "status": {}}  # fmt: skip
+
+
+class FakeApi:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.write_results: list[results.WriteResult] = []
+        self.create_results: list[results.CreateResult] = []
+        self.fresh = body("2")
+
+    async def get_scheduled_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
+        self.calls.append("get")
+        return self.fresh
+
+    async def write_status(
+        self, *, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]
+    ) -> results.WriteResult:
+        self.calls.append(f"write@{resource_version}")
+        if self.write_results:
+            return self.write_results.pop(0)
+        return results.Written(body=body(str(int(resource_version) + 10)))
+
+    async def delete_scheduled_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
+        self.calls.append("delete-sj")
+        return results.Done()
+
+    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
+        self.calls.append(f"create:{manifest['metadata']['name']}")
+        if self.create_results:
+            return self.create_results.pop(0)
+        return results.Created(body={"metadata": {**manifest["metadata"], "namespace": namespace, "uid": "j"}})
+
+    async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
+        self.calls.append(f"delete:{name}@{uid}")
+        return results.Done()
+
+    async def create_event(self, *, involved: model.ObjectMeta, type_: str, reason: str, message: str,
+                           now: datetime, instance: str) -> None:  # fmt: skip
+        self.calls.append(f"event:{reason}")
+
+
+class FakePlanner:
+    def __init__(self, plans: list[Plan]) -> None:
+        self.plans = plans
+        self.seen: list[tuple[str, list[ObservedJob], Context]] = []
+
+    def __call__(self, obj: model.ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Plan:
+        self.seen.append((obj.metadata.resource_version, list(jobs), context))
+        return self.plans.pop(0) if len(self.plans) > 1 else self.plans[0]
+
+
+CREATE = actions.CreateJob(
+    manifest={"metadata": {"name": "nightly-1-1", "labels": {"sundial.dev/scheduledjob": "nightly"}}},
+    scheduled_time=datetime(2026, 3, 1, 2, 30, tzinfo=UTC),
+    attempt=1,
+)
+EVENT = actions.EmitEvent(type=actions.EventType.NORMAL, reason=actions.EventReason.SUCCESSFUL_CREATE, message="m")
+WAKE = datetime(2026, 3, 1, 2, 31, tzinfo=UTC)
+
+
+def plan(*acts: actions.Action, write: bool = True) -> Plan:
+    return Plan(status=ScheduledJobStatus(), write_status=write, actions=acts, wake_at=WAKE)
+
+
+def reconciler(api: FakeApi, planner: FakePlanner, elector: Elector | None = None) -> tuple[Reconciler, Store]:
+    store = Store()
+    store.put_scheduled_job(body())
+
+    async def no_sleep(_: float) -> None:
+        return None
+
+    lead = Leadership([cast(leases.LeaseElector, elector or Elector())])
+    return Reconciler(store=store, api=api, leadership=lead, planner=planner, metrics=Metrics(),
+                      clock=lambda: NOW, identity="me", sleep=no_sleep), store  # fmt: skip
+
+
+async def test_claims_in_status_before_creating_and_then_acts_in_order() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(CREATE, EVENT)])
+    rec, store = reconciler(api, planner)
+    assert await rec.reconcile(KEY) == WAKE
+    assert api.calls == ["write@1", "create:nightly-1-1", "event:SuccessfulCreate"]
+    assert planner.seen[0][2] == Context(now=NOW, fencing_token="0-3")
+    assert [job.name for job in store.observed_jobs(KEY)] == ["nightly-1-1"]
+    assert store.scheduled_job(KEY)["metadata"]["resourceVersion"] == "11"  # type: ignore[index]
+
+
+async def test_a_conflict_rereads_from_the_api_and_plans_again() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(CREATE)])
+    api.write_results = [results.Conflict()]
+    rec, _ = reconciler(api, planner)
+    await rec.reconcile(KEY)
+    assert api.calls == ["write@1", "get", "write@2", "create:nightly-1-1"]
+    assert [seen[0] for seen in planner.seen] == ["1", "2"]
+
+
+async def test_an_invalid_template_becomes_a_failed_attempt_and_is_replanned() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(CREATE, EVENT), plan()])
+    api.create_results = [results.Invalid(message="spec.template.spec.restartPolicy: Unsupported value")]
+    rec, _ = reconciler(api, planner)
+    await rec.reconcile(KEY)
+    assert "event:SuccessfulCreate" not in api.calls
+    [(_, jobs, _)] = planner.seen[1:]
+    [failed] = jobs
+    assert failed.phase is JobPhase.FAILED
+    assert failed.failure_reason == "InvalidJobTemplate"
+    assert "restartPolicy" in failed.failure_message
+
+
+async def test_an_unexpected_job_is_reported_and_left_alone() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(CREATE)])
+    api.create_results = [results.Unexpected(owner_uid="someone-else")]
+    rec, store = reconciler(api, planner)
+    await rec.reconcile(KEY)
+    assert api.calls == ["write@1", "create:nightly-1-1", "event:UnexpectedJob"]
+    assert store.observed_jobs(KEY) == []
+
+
+async def test_without_the_lease_nothing_is_written() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(CREATE)])
+    rec, _ = reconciler(api, planner, Elector(holding=False))
+    assert await rec.reconcile(KEY) is None
+    assert api.calls == []
+    assert planner.seen == []
+
+
+async def test_no_status_change_means_no_write() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(write=False)])
+    rec, _ = reconciler(api, planner)
+    assert await rec.reconcile(KEY) == WAKE
+    assert api.calls == []
+
+
+async def test_delete_job_carries_the_uid_precondition() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(actions.DeleteJob(name="old", uid="u-old", reason="history"))])
+    rec, _ = reconciler(api, planner)
+    await rec.reconcile(KEY)
+    assert api.calls == ["write@1", "delete:old@u-old"]
