@@ -33,9 +33,7 @@ def prune(draft: Draft, jobs: Sequence[ObservedJob]) -> None:
     }
     for phase, limit in limits.items():
         finished = [
-            job
-            for job in jobs
-            if job.phase is phase and job.owner_uid == draft.uid and job.name not in claimed
+            job for job in jobs if job.phase is phase and job.owner_uid == draft.uid and job.name not in claimed
         ]
         finished.sort(key=_age_key, reverse=True)
         for job in finished[limit:]:

@@ -132,9 +132,7 @@ def _invalid(obj: ScheduledJob, context: Context) -> Plan:
     status = obj.status.model_copy(
         update={"conditions": tuple(found), "observed_generation": generation, "next_schedule_time": None}
     )
-    return Plan(
-        status=status, write_status=_material(status) != _material(obj.status), actions=actions, wake_at=None
-    )
+    return Plan(status=status, write_status=_material(status) != _material(obj.status), actions=actions, wake_at=None)
 
 
 def _miss(draft: Draft, missed: Sequence[datetime], *, unlisted: bool, dropped: int) -> None:
@@ -145,8 +143,7 @@ def _miss(draft: Draft, missed: Sequence[datetime], *, unlisted: bool, dropped: 
     for nominal in missed[:MAX_MISSED_EVENTS]:
         draft.emit(
             EventReason.MISSED_SCHEDULE,
-            f"Missed run {runs.when(nominal)}: not run under catch-up window {window}, "
-            f"policy {spec.catch_up.policy}",
+            f"Missed run {runs.when(nominal)}: not run under catch-up window {window}, policy {spec.catch_up.policy}",
             warning=True,
         )
     more = len(missed) - MAX_MISSED_EVENTS
@@ -166,9 +163,7 @@ def _miss(draft: Draft, missed: Sequence[datetime], *, unlisted: bool, dropped: 
         draft.one_off_outcome = CompleteReason.MISSED
 
 
-def admit(
-    draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], observed: dict[str, ObservedJob]
-) -> None:
+def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], observed: dict[str, ObservedJob]) -> None:
     """Start new runs (schedule, catch-up, manual) under ``concurrencyPolicy``.
 
     * ``Allow``: all start.
@@ -177,7 +172,7 @@ def admit(
       pass only the first starts.
     * ``Replace``: every active Job is deleted and every pending retry cancelled (their runs end as
       ``Replaced``, Event ``RunReplaced``); of several new runs in one pass only the newest starts and the
-      older ones are recorded as ``Replaced`` with 0 attempts (never started).
+      older ones are recorded as ``Replaced`` with 0 attempts (never started) and counted as skipped.
 
     A run that is already active or pending (a second trigger within the same second) and a run that
     would exceed ``MAX_ACTIVE`` are skipped too.
@@ -197,10 +192,9 @@ def admit(
                     manual=manual,
                 )
             )
+        draft.count("skipped", len(older))
         if older:
-            draft.emit(
-                EventReason.RUN_REPLACED, f"{len(older)} due run(s) replaced by a newer one before starting"
-            )
+            draft.emit(EventReason.RUN_REPLACED, f"{len(older)} due run(s) replaced by a newer one before starting")
         runs.replace_all(draft, observed)
         todo = [newest]
     for nominal, trigger, manual in todo:
@@ -239,9 +233,7 @@ def _finish_one_off(draft: Draft) -> bool:
             complete = False
     ttl = draft.spec.ttl_seconds_after_finished
     expired = (
-        ttl is not None
-        and draft.finished_at is not None
-        and draft.now >= draft.finished_at + timedelta(seconds=ttl)
+        ttl is not None and draft.finished_at is not None and draft.now >= draft.finished_at + timedelta(seconds=ttl)
     )
     if complete and expired and not draft.keys_in_flight():
         draft.actions.append(DeleteScheduledJob(reason=_TTL_REASON))

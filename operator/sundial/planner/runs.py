@@ -85,9 +85,7 @@ def resolve_active(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
         elif job.phase is JobPhase.SUCCEEDED:
             _succeed(draft, run, job)
         elif job.phase is JobPhase.FAILED:
-            failure = Failure(
-                job.failure_reason or "Failed", job.failure_message, job.finished_at or draft.now
-            )
+            failure = Failure(job.failure_reason or "Failed", job.failure_message, job.finished_at or draft.now)
             _end_attempt(draft, run, failure)
         elif not run.job_seen:
             draft.active[draft.active.index(run)] = run.model_copy(update={"job_seen": True})
@@ -191,8 +189,7 @@ def _end_attempt(draft: Draft, run: ActiveRun, failure: Failure) -> None:
     )
     draft.emit(
         EventReason.RETRYING,
-        f"Job {run.job} of {describe(run)}: {detail}; "
-        f"attempt {run.attempt + 1} not before {when(not_before)}",
+        f"Job {run.job} of {describe(run)}: {detail}; attempt {run.attempt + 1} not before {when(not_before)}",
         warning=True,
     )
 
@@ -235,9 +232,7 @@ def dead_letter(
     draft.count("dead_lettered")
     draft.consecutive_dead_letters += 1
     _note_one_off(draft, run, CompleteReason.DEAD_LETTERED)
-    draft.emit(
-        EventReason.DEAD_LETTERED, f"{describe(run)} dead-lettered ({reason}): {message}", warning=True
-    )
+    draft.emit(EventReason.DEAD_LETTERED, f"{describe(run)} dead-lettered ({reason}): {message}", warning=True)
     threshold = draft.spec.dead_letter.suspend_after
     if threshold and draft.consecutive_dead_letters >= threshold and not draft.circuit_open:
         draft.circuit_generation = draft.generation
@@ -259,11 +254,7 @@ def start_due_retries(draft: Draft) -> None:
         if retry.not_before > draft.now:
             continue
         age = draft.spec.retry.max_run_age
-        if (
-            retry.trigger is not Trigger.REDRIVE
-            and age is not None
-            and draft.now - retry.scheduled_time > age
-        ):
+        if retry.trigger is not Trigger.REDRIVE and age is not None and draft.now - retry.scheduled_time > age:
             draft.pending.remove(retry)
             dead_letter(
                 draft,
@@ -327,9 +318,7 @@ def _create(draft: Draft, run: ActiveRun, *, reissue: bool) -> CreateJob:
         fencing_token=draft.context.fencing_token,
         manual=run.manual,
     )
-    return CreateJob(
-        manifest=manifest, scheduled_time=run.scheduled_time, attempt=run.attempt, reissue=reissue
-    )
+    return CreateJob(manifest=manifest, scheduled_time=run.scheduled_time, attempt=run.attempt, reissue=reissue)
 
 
 def replace_all(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
@@ -365,6 +354,4 @@ def replace_all(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
         _note_one_off(draft, retry, CompleteReason.MISSED)
         replaced += 1
     if replaced:
-        draft.emit(
-            EventReason.RUN_REPLACED, f"Replaced {replaced} earlier run(s) (concurrencyPolicy Replace)"
-        )
+        draft.emit(EventReason.RUN_REPLACED, f"Replaced {replaced} earlier run(s) (concurrencyPolicy Replace)")

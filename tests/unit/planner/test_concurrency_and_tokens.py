@@ -123,7 +123,7 @@ CASES = [
         now=JUST_AFTER_NEXT + timedelta(hours=1),
         expect_events=("Normal RunReplaced", "Normal SuccessfulCreate"),
         expect_creates=(name_at(hours_after(2)),),
-        expect_counters={"runs": 1},
+        expect_counters={"runs": 1, "skipped": 1},
         expect_results=("Replaced",),
     ),
     Case(

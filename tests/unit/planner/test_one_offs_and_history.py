@@ -9,6 +9,7 @@ import pytest
 
 from sundial import schedule
 from sundial.model import ScheduledJobStatus
+from sundial.planner.actions import DeleteJob
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.planning import plan
 
@@ -21,6 +22,7 @@ from .builders import (
     creates,
     deletes,
     deletes_object,
+    events,
     job,
     make_obj,
     name_at,
@@ -100,7 +102,7 @@ def test_a_one_off_completes_when_its_run_ends(phase: JobPhase, expected: str) -
     result = plan(make_obj(spec, status=status), [job(name_at(T), phase)], context(seconds_after(60)))
     assert condition(result, "Complete") == ("True", expected)
     assert result.status.finished_at == seconds_after(60)
-    assert "Normal Completed" in [f"{a.type} {a.reason}" for a in result.actions if hasattr(a, "reason")]
+    assert "Normal Completed" in events(result)
 
 
 def test_a_one_off_waiting_for_a_retry_is_not_complete() -> None:
@@ -200,7 +202,7 @@ def test_history_limits(case: HistoryCase) -> None:
     spec = raw_spec(successfulJobsHistoryLimit=case.successful_limit, failedJobsHistoryLimit=case.failed_limit)
     result = plan(make_obj(spec, status=settled_status()), case.jobs, context(seconds_after(600)))
     assert deletes(result) == list(case.expect_deleted)
-    assert all(a.reason == "HistoryLimit" for a in result.actions if hasattr(a, "uid"))
+    assert all(a.reason == "HistoryLimit" for a in result.actions if isinstance(a, DeleteJob))
 
 
 def test_the_job_of_an_active_run_becomes_history_once_the_run_is_resolved() -> None:
