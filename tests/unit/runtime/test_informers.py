@@ -1,0 +1,53 @@
+"""kopf is wired as an informer only: server-side Job selector, no changing handlers, no posting, no peering."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kopf._cogs.structs import references
+
+from sundial.runtime import informers
+
+JOBS = references.Resource("batch", "v1", "jobs", kind="Job", singular="job", namespaced=True, verbs=["list", "watch"])
+SCHEDULED_JOBS = references.Resource(
+    "sundial.dev", "v1alpha1", "scheduledjobs", kind="ScheduledJob", singular="scheduledjob",
+    namespaced=True, verbs=["list", "watch"],
+)  # fmt: skip
+
+
+def test_jobs_are_selected_by_label_on_the_server_and_scheduled_jobs_are_not_filtered() -> None:
+    settings = informers.operator_settings()
+    assert list(settings.watching.label_selectors.collect(JOBS)) == ["sundial.dev/scheduledjob"]
+    assert list(settings.watching.label_selectors.collect(SCHEDULED_JOBS)) == []
+
+
+def test_no_event_posting_and_no_peering() -> None:
+    settings = informers.operator_settings()
+    assert settings.posting.enabled is False
+    assert settings.peering.standalone is True
+
+
+def test_only_watching_handlers_so_kopf_never_patches_annotations_or_finalizers() -> None:
+    seen: list[tuple[str | None, Any]] = []
+    registry = informers.registry(
+        configuration=None,
+        on_scheduled_job=lambda kind, body: seen.append((kind, body)),
+        on_job=lambda kind, body: seen.append((kind, body)),
+    )
+    for resource in (JOBS, SCHEDULED_JOBS):
+        assert registry._watching.has_handlers(resource=resource)
+        assert not registry._changing.has_handlers(resource=resource)
+        assert not registry._spawning.has_handlers(resource=resource)
+    assert len(registry._watching.get_all_handlers()) == 2
+
+
+async def test_handlers_hand_the_raw_event_to_the_store_and_return_none() -> None:
+    seen: list[tuple[str | None, Any]] = []
+    registry = informers.registry(
+        configuration=None,
+        on_scheduled_job=lambda kind, body: seen.append(("sj", kind)),
+        on_job=lambda kind, body: seen.append(("job", kind)),
+    )
+    for handler in registry._watching.get_all_handlers():
+        assert await handler.fn(event={"type": "ADDED", "object": {}}) is None
+    assert sorted(seen) == [("job", "ADDED"), ("sj", "ADDED")]
