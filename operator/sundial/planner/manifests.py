@@ -19,13 +19,15 @@ from sundial.planner import names
 _IDEMPOTENCY_KEY_LENGTH = 32
 
 
-def idempotency_key(*, uid: str, scheduled_time: datetime) -> str:
+def idempotency_key(*, uid: str, scheduled_time: datetime, manual: bool = False) -> str:
     """The run's idempotency key: the first 32 hex digits of ``sha256("<uid>/<RFC 3339 UTC time>")``.
 
     Stable for a run across all its attempts and all operator replicas (it depends only on the
-    ScheduledJob's UID and the nominal time).
+    ScheduledJob's UID and the nominal time). Manual runs hash ``"<uid>/manual/<time>"`` instead, so a
+    manual run never shares its key with a scheduled run of the same second.
     """
-    text = f"{uid}/{schedule.format_rfc3339(scheduled_time)}"
+    marker = "manual/" if manual else ""
+    text = f"{uid}/{marker}{schedule.format_rfc3339(scheduled_time)}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_IDEMPOTENCY_KEY_LENGTH]
 
 
@@ -85,7 +87,7 @@ def build_job(
     stamped = {
         names.SCHEDULED_TIME_ANNOTATION: schedule.format_rfc3339(scheduled_time),
         names.ATTEMPT_ANNOTATION: str(attempt),
-        names.IDEMPOTENCY_KEY_ANNOTATION: idempotency_key(uid=meta.uid, scheduled_time=scheduled_time),
+        names.IDEMPOTENCY_KEY_ANNOTATION: idempotency_key(uid=meta.uid, scheduled_time=scheduled_time, manual=is_manual),
         names.FENCING_TOKEN_ANNOTATION: fencing_token,
         names.TRIGGER_ANNOTATION: str(trigger),
     }

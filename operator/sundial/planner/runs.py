@@ -148,7 +148,7 @@ def _end_attempt(draft: Draft, run: ActiveRun, failure: Failure) -> None:
     if run.attempt >= limit:
         dead_letter(draft, run, DeadLetterReason.MAX_ATTEMPTS_EXCEEDED, detail, attempts=run.attempt)
         return
-    key = manifests.idempotency_key(uid=draft.uid, scheduled_time=run.scheduled_time)
+    key = manifests.idempotency_key(uid=draft.uid, scheduled_time=run.scheduled_time, manual=run.manual)
     delay = schedule.backoff_delay(
         failed_attempts=run.attempt,
         initial=retry.backoff.initial,

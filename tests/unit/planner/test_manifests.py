@@ -187,3 +187,15 @@ def test_an_invalid_object_cannot_be_built() -> None:
     obj = make_obj({"schedule": "nope"})
     with pytest.raises(ValueError, match="no valid spec"):
         manifests.build_job(obj=obj, scheduled_time=T, attempt=1, trigger=Trigger.SCHEDULE, fencing_token="t")
+
+
+def test_manual_and_scheduled_runs_of_the_same_second_have_different_idempotency_keys() -> None:
+    from datetime import UTC, datetime
+
+    from sundial.planner import manifests as m
+
+    instant = datetime(2027, 1, 1, tzinfo=UTC)
+    scheduled = m.idempotency_key(uid="u", scheduled_time=instant)
+    manual = m.idempotency_key(uid="u", scheduled_time=instant, manual=True)
+    assert scheduled != manual
+    assert manual == m.idempotency_key(uid="u", scheduled_time=instant, manual=True)
