@@ -17,6 +17,9 @@ from sundial.schedule import Timetable
 MAX_SCHEDULE_LENGTH = 256
 MAX_TIME_ZONE_LENGTH = 64
 
+# Integers, numbers and booleans are ``strict=True``: the API server refuses "3" for an integer and "yes" for a
+# boolean, so the webhook and the runtime must not quietly coerce them (pydantic's lax mode would accept both).
+
 
 class DaylightSaving(SpecModel):
     """How local wall-clock cron times behave across DST changes (DESIGN §3)."""
@@ -34,7 +37,7 @@ class CatchUp(SpecModel):
     """A due run later than this is missed (recorded, never run). None: unbounded."""
     policy: schedule.CatchUpPolicy = schedule.CatchUpPolicy.LATEST
     """Latest runs only the newest due run; All runs them oldest first, up to maxRuns."""
-    max_runs: int = Field(default=10, ge=1, le=1000)
+    max_runs: int = Field(default=10, ge=1, le=1000, strict=True)
     """With All: at most this many catch-up runs per pass, oldest first; the rest are missed."""
 
 
@@ -42,14 +45,14 @@ class Backoff(SpecModel):
     """Delay before the next attempt of a failed run: initial * factor^(k-1), capped at max."""
 
     initial: Duration = timedelta(seconds=30)
-    factor: float = Field(default=2.0, ge=1.0, le=100.0)
+    factor: float = Field(default=2.0, ge=1.0, le=100.0, strict=True)
     max: Duration = timedelta(hours=1)
 
 
 class Retry(SpecModel):
     """Run-level retries: each attempt is a new Job."""
 
-    max_attempts: int = Field(default=1, ge=1, le=100)
+    max_attempts: int = Field(default=1, ge=1, le=100, strict=True)
     """Attempts per run, including the first; 1 means no retry."""
     backoff: Backoff = Backoff()
     max_run_age: Duration | None = None
@@ -59,9 +62,9 @@ class Retry(SpecModel):
 class DeadLetterSpec(SpecModel):
     """What happens to runs whose attempts ran out."""
 
-    keep: int = Field(default=10, ge=0, le=100)
+    keep: int = Field(default=10, ge=0, le=100, strict=True)
     """Dead letters kept in status (oldest dropped first)."""
-    suspend_after: int = Field(default=0, ge=0, le=1000)
+    suspend_after: int = Field(default=0, ge=0, le=1000, strict=True)
     """>0: after this many consecutive dead-lettered runs stop firing until spec changes or a redrive."""
 
 
@@ -91,16 +94,16 @@ class ScheduledJobSpec(SpecModel):
     run_at: Timestamp | None = None
     start_time: Timestamp | None = None
     end_time: Timestamp | None = None
-    suspend: bool = False
+    suspend: bool = Field(default=False, strict=True)
     daylight_saving: DaylightSaving = DaylightSaving()
     jitter: Duration = timedelta(0)
     catch_up: CatchUp = CatchUp()
     concurrency_policy: ConcurrencyPolicy = ConcurrencyPolicy.ALLOW
     retry: Retry = Retry()
     dead_letter: DeadLetterSpec = DeadLetterSpec()
-    successful_jobs_history_limit: int = Field(default=3, ge=0, le=100)
-    failed_jobs_history_limit: int = Field(default=1, ge=0, le=100)
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    successful_jobs_history_limit: int = Field(default=3, ge=0, le=100, strict=True)
+    failed_jobs_history_limit: int = Field(default=1, ge=0, le=100, strict=True)
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, strict=True)
     job_template: JobTemplate
 
     @field_validator("time_zone")

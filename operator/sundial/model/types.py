@@ -13,6 +13,11 @@ from sundial import schedule
 MAX_MESSAGE_LENGTH = 1024
 _ELLIPSIS = "..."
 
+#: Longest accepted duration: Go's ``time.Duration`` maximum (2^63-1 ns, ~292 years), truncated to whole
+#: microseconds. The CRD pattern admits any number of digits ("9999999999h"); a longer value is not a Go duration
+#: (CEL's ``duration()`` refuses it too) and would overflow ``datetime`` arithmetic in the planner.
+MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1_000)
+
 
 def _truncate_message(value: Any) -> Any:
     if isinstance(value, str) and len(value) > MAX_MESSAGE_LENGTH:
@@ -23,14 +28,23 @@ def _truncate_message(value: Any) -> Any:
 def _to_duration(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return schedule.parse_duration(value, field="duration")
+            parsed = schedule.parse_duration(value, field="duration")
         except schedule.ScheduleError as error:
             raise ValueError(error.message) from None
+        return _bounded(parsed, value)
     if isinstance(value, timedelta):
         if value < timedelta(0):
             raise ValueError("must not be negative")
-        return value
+        return _bounded(value, value)
     raise ValueError('must be a duration string such as "30s", "5m" or "1h30m"')
+
+
+def _bounded(value: timedelta, given: Any) -> timedelta:
+    if value > MAX_DURATION:
+        raise ValueError(
+            f"duration {given!r} is too large: at most {schedule.format_duration(MAX_DURATION)} (a Go duration)"
+        )
+    return value
 
 
 def _to_timestamp(value: Any) -> Any:
