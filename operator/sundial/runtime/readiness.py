@@ -28,24 +28,35 @@ class InitialListing:
         self._expected: set[str] | None = None
         self.ready = asyncio.Event()
 
-    async def load(self, api: Lister, namespaces: Sequence[str], *, retry: float = 2.0) -> None:
-        scopes: Sequence[str | None] = list(namespaces) or [None]
-        while True:
+    async def load(self, api: Lister, namespaces: Sequence[str], *, retry: float = 2.0, recheck: float = 5.0) -> None:
+        """List once; while not ready, re-list every ``recheck`` seconds and stop expecting UIDs that are
+        gone (an object deleted between our LIST and the informers' LIST never sends an event)."""
+        while not self.ready.is_set():
             try:
-                expected: set[str] = set()
-                for scope in scopes:
-                    for body in await api.list_scheduled_jobs(namespace=scope):
-                        expected.add(str(body["metadata"]["uid"]))
-                    for body in await api.list_jobs(namespace=scope, label_selector=names.SCHEDULED_JOB_LABEL):
-                        expected.add(str(body["metadata"]["uid"]))
+                current = await self._list(api, namespaces)
             except errors.KubeError as error:
                 logger.warning("initial listing failed (retrying): %s", error)
                 await asyncio.sleep(retry)
                 continue
-            self._expected = expected
-            logger.info("initial listing: %d objects to index", len(expected))
+            if self._expected is None:
+                self._expected = current
+                logger.info("initial listing: %d objects to index", len(current))
+            else:
+                self._expected &= current
             self.check()
-            return
+            if not self.ready.is_set():
+                await asyncio.sleep(recheck)
+
+    @staticmethod
+    async def _list(api: Lister, namespaces: Sequence[str]) -> set[str]:
+        uids: set[str] = set()
+        scopes: list[str | None] = [*namespaces] or [None]
+        for scope in scopes:
+            for body in await api.list_scheduled_jobs(namespace=scope):
+                uids.add(str(body["metadata"]["uid"]))
+            for body in await api.list_jobs(namespace=scope, label_selector=names.SCHEDULED_JOB_LABEL):
+                uids.add(str(body["metadata"]["uid"]))
+        return uids
 
     @property
     def missing(self) -> int:
