@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +66,26 @@ def _lease_namespace(explicit: str | None) -> str:
         return "default"
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
-    """The frozen :class:`Settings` from parsed arguments (the only place they are read)."""
+#: TEST ONLY: fault injection for the chaos tests (see :attr:`Settings.test_crash_after_claim`).
+CRASH_AFTER_CLAIM_ENV = "SUNDIAL_TEST_CRASH_AFTER_CLAIM"
+
+
+def _crash_after_claim(environ: Mapping[str, str]) -> int:
+    raw = environ.get(CRASH_AFTER_CLAIM_ENV, "").strip()
+    if not raw:
+        return 0
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{CRASH_AFTER_CLAIM_ENV} must be an integer, got {raw!r}") from None
+
+
+def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
+    """The frozen :class:`Settings` from parsed arguments (the only place they are read).
+
+    ``environ`` (default ``os.environ``) is consulted for the test-only crash hook and nothing else.
+    """
+    env = os.environ if environ is None else environ
     return Settings(
         namespaces=tuple(args.namespaces),
         lease_namespace=_lease_namespace(args.lease_namespace),
@@ -84,6 +103,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         log_level=args.log_level,
         kubeconfig=args.kubeconfig,
         identity=args.identity or f"{socket.gethostname()}-{os.getpid()}",
+        test_crash_after_claim=_crash_after_claim(env),
     )
 
 

@@ -79,6 +79,7 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         metrics=metrics,
         clock=utcnow,
         identity=settings.identity,
+        crash_after_claim=settings.test_crash_after_claim,
     )
     dispatcher = Dispatcher(
         reconcile=reconciler.reconcile,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
@@ -35,6 +36,13 @@ MAX_REPLANS = 5
 TRANSIENT_DELAYS = (0.2, 0.5, 1.0)
 #: When the replan budget is exhausted: try again this soon.
 CONTENDED_RETRY = timedelta(seconds=1)
+#: Exit code of the test-only crash hook (as if SIGKILLed: 128 + 9).
+CRASH_EXIT_CODE = 137
+
+
+def _hard_exit(code: int) -> None:  # pragma: no cover - ends the process
+    logging.shutdown()
+    os._exit(code)
 
 
 class ObjectsApi(Protocol):
@@ -71,6 +79,8 @@ class Reconciler:
         clock: Callable[[], datetime],
         identity: str,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        crash_after_claim: int = 0,
+        hard_exit: Callable[[int], None] = _hard_exit,
     ) -> None:
         self._store = store
         self._api = api
@@ -82,6 +92,10 @@ class Reconciler:
         self._sleep = sleep
         self._synthetic: dict[Key, dict[str, ObservedJob]] = {}
         self._active: dict[Key, int] = {}
+        # TEST ONLY fault injection (Settings.test_crash_after_claim): die between claim and create.
+        self._crash_after_claim = crash_after_claim
+        self._hard_exit = hard_exit
+        self._claims = 0
 
     def shard_of(self, key: Key) -> int | None:
         body = self._store.scheduled_job(key)
@@ -139,12 +153,25 @@ class Reconciler:
                 body = written.body
                 self._store.put_scheduled_job(body)
                 self._count(obj.status, plan.status)
+                self._maybe_crash(plan)
             if await self._act(key, shard, obj, plan):
                 continue  # an invalid template was recorded: plan again so the run is dead-lettered
             self._settle(key, plan.status)
             return plan.wake_at
         logger.warning("%s/%s: still contended after %d re-plans", key[0], key[1], MAX_REPLANS)
         return self._clock() + CONTENDED_RETRY
+
+    def _maybe_crash(self, plan: Plan) -> None:
+        """TEST ONLY: after the n-th claim that precedes a Job create, exit before the create."""
+        if self._crash_after_claim <= 0 or not any(isinstance(a, actions.CreateJob) for a in plan.actions):
+            return
+        self._claims += 1
+        if self._claims == self._crash_after_claim:
+            logger.critical(
+                "test crash hook: exiting after claim %d, before creating its Job (SUNDIAL_TEST_CRASH_AFTER_CLAIM)",
+                self._claims,
+            )
+            self._hard_exit(CRASH_EXIT_CODE)
 
     async def _retrying(self, shard: int, call: Callable[[], Awaitable[T]]) -> T:
         """Retry transient API errors (5xx, 429, timeouts, quota) a few times; they consume no attempts."""

@@ -1,4 +1,8 @@
-"""Settings of ``sundial run``: one frozen value, built by the CLI from its arguments (never from env)."""
+"""Settings of ``sundial run``: one frozen value, built by the CLI from its arguments.
+
+The only environment variable read (once, at startup, by the CLI) is the test-only fault-injection hook
+``SUNDIAL_TEST_CRASH_AFTER_CLAIM`` (see :attr:`Settings.test_crash_after_claim`).
+"""
 
 from __future__ import annotations
 
@@ -63,6 +67,12 @@ class Settings:
     identity: str = ""
     """This replica's Lease holder identity (default: ``<hostname>-<pid>``, filled in by the CLI)."""
 
+    test_crash_after_claim: int = 0
+    """TEST ONLY (fault injection, never set in production): when > 0, the process exits with
+    ``os._exit(137)`` right after its n-th successful claim write that precedes a Job create, before the
+    create - the "crashed between claim and create" case. The CLI reads it once at startup from the
+    ``SUNDIAL_TEST_CRASH_AFTER_CLAIM`` environment variable; 0 (the default) disables it."""
+
     def __post_init__(self) -> None:
         if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
             raise ValueError("need 0 < --retry-period < --renew-deadline < --lease-duration")
@@ -74,6 +84,8 @@ class Settings:
             raise ValueError("--max-concurrency must be at least 1")
         if not self.identity:
             raise ValueError("identity must not be empty")
+        if self.test_crash_after_claim < 0:
+            raise ValueError("SUNDIAL_TEST_CRASH_AFTER_CLAIM must not be negative")
 
     def lease_name(self, shard: int) -> str:
         return f"{self.lease_name_prefix}-shard-{shard}"

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
+import pytest
+
 from sundial import model
 from sundial.kube import leases, results
 from sundial.model.status import ScheduledJobStatus
@@ -167,3 +169,43 @@ async def test_delete_job_carries_the_uid_precondition() -> None:
     rec, _ = reconciler(api, planner)
     await rec.reconcile(KEY)
     assert api.calls == ["write@1", "delete:old@u-old"]
+
+
+class CrashedError(Exception):
+    pass
+
+
+async def test_test_only_crash_hook_exits_after_the_nth_claim_before_its_create() -> None:
+    api = FakeApi()
+    planner = FakePlanner([plan(EVENT), plan(CREATE), plan(CREATE)])
+    codes: list[int] = []
+
+    def hard_exit(code: int) -> None:
+        codes.append(code)
+        raise CrashedError
+
+    store = Store()
+    store.put_scheduled_job(body())
+
+    async def no_sleep(_: float) -> None:
+        return None
+
+    rec = Reconciler(store=store, api=api, leadership=Leadership([cast(leases.LeaseElector, Elector())]),
+                     planner=planner, metrics=Metrics(), clock=lambda: NOW, identity="me", sleep=no_sleep,
+                     crash_after_claim=2, hard_exit=hard_exit)  # fmt: skip
+    await rec.reconcile(KEY)  # a claim without a create does not count
+    await rec.reconcile(KEY)  # claim 1: created
+    assert codes == []
+    with pytest.raises(CrashedError):
+        await rec.reconcile(KEY)  # claim 2: exits after the status write, before the create
+    assert codes == [137]
+    assert api.calls[-1].startswith("write@")
+    assert sum(call.startswith("create:") for call in api.calls) == 1
+
+
+async def test_crash_hook_is_off_by_default() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(CREATE)])
+    rec, _ = reconciler(api, planner)
+    for _ in range(3):
+        await rec.reconcile(KEY)
+    assert sum(call.startswith("create:") for call in api.calls) == 3
