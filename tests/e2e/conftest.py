@@ -10,6 +10,17 @@ Which cluster:
 The same manifests work on both: on the sandbox, kwok makes pods succeed/fail/"run" from the
 ``sandbox.sundial.dev/outcome`` label and ``sandbox.sundial.dev/duration`` annotation; on a
 real cluster the busybox command built by :meth:`Cluster.job_manifest` does the same thing.
+
+The operator (``python -m sundial run`` as a subprocess):
+* ``start_operator(*extra_args, namespaces=[...], lease_prefix=..., env=...) -> Operator`` — a
+  function-scoped factory; ``start_module_operator`` is the same factory with module scope (one operator
+  shared by a module's tests). Every operator it started is stopped at teardown (SIGTERM, then SIGKILL
+  after a deadline) and its log tail is printed when a test failed.
+* Isolation: two operators watching all namespaces would both act on every object, so start each one
+  with the namespaces of its own test (``namespaces=[namespace]``); ``namespaces=()`` means cluster-wide
+  and is for tests that need it. For a module-shared operator, ``module_namespaces`` creates one
+  namespace per test of the module up front (``module_namespaces.of(request)`` / the ``module_namespace``
+  fixture), so the operator can be started with exactly those.
 """
 
 from __future__ import annotations
@@ -18,11 +29,16 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,6 +47,8 @@ import pytest
 from sundial.sandbox import DURATION_ANNOTATION, OUTCOME_FAIL, OUTCOME_LABEL, Sandbox
 
 T = TypeVar("T")
+
+REPO = Path(__file__).resolve().parents[2]
 
 #: Image used for pod templates; kwok ignores it, a real cluster runs it.
 BUSYBOX_IMAGE = os.environ.get("SUNDIAL_E2E_IMAGE", "busybox:1.37")
@@ -166,11 +184,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             sandbox.stop()
 
 
-@pytest.fixture
-def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh namespace for one test, deleted afterwards (without waiting)."""
-    stem = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
-    name = f"e2e-{stem}-{uuid.uuid4().hex[:6]}"
+def _namespace_name(stem: str) -> str:
+    stem = re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")[:40].strip("-")
+    return f"e2e-{stem}-{uuid.uuid4().hex[:6]}"
+
+
+def create_namespace(cluster: Cluster, stem: str) -> str:
+    """Create a fresh namespace named after STEM and wait for its default ServiceAccount."""
+    name = _namespace_name(stem)
     cluster.kubectl("create", "namespace", name)
     # Pods need the namespace's default ServiceAccount, created asynchronously.
     cluster.wait_for(
@@ -178,5 +199,273 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
         timeout=30,
         message=f"ServiceAccount {name}/default",
     )
-    yield name
+    return name
+
+
+def delete_namespace(cluster: Cluster, name: str) -> None:
     cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards (without waiting)."""
+    name = create_namespace(cluster, request.node.name)
+    yield name
+    delete_namespace(cluster, name)
+
+
+@dataclass
+class ModuleNamespaces:
+    """One namespace per test of a module, created before the module's first test (so that a
+    module-shared operator can be started with exactly these ``--namespace`` flags)."""
+
+    by_test: dict[str, str]
+
+    @property
+    def all(self) -> list[str]:
+        return list(self.by_test.values())
+
+    def of(self, request: pytest.FixtureRequest) -> str:
+        return self.by_test[request.node.nodeid]
+
+
+@pytest.fixture(scope="module")
+def module_namespaces(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[ModuleNamespaces]:
+    items = [item for item in request.session.items if getattr(item, "module", None) is request.module]
+    pool = ModuleNamespaces({item.nodeid: create_namespace(cluster, item.name) for item in items})
+    yield pool
+    for name in pool.all:
+        delete_namespace(cluster, name)
+
+
+@pytest.fixture
+def module_namespace(module_namespaces: ModuleNamespaces, request: pytest.FixtureRequest) -> str:
+    """This test's namespace from :func:`module_namespaces` (not deleted until the module ends)."""
+    return module_namespaces.of(request)
+
+
+# The operator ------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def http_get(url: str, timeout: float = 3.0) -> tuple[int, str]:
+    """(status, body) of a GET; (0, "") when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError:
+        return 0, ""
+
+
+@dataclass
+class Operator:
+    """One ``sundial run`` subprocess started by :func:`start_operator`."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+    metrics_url: str
+    health_url: str
+    lease_prefix: str
+    lease_namespace: str
+    identity: str
+    namespaces: tuple[str, ...]
+    command: list[str] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def lease_names(self) -> list[str]:
+        """The shard Leases (shard 0 only unless started with ``--shards``)."""
+        shards = 1
+        if "--shards" in self.command:
+            shards = int(self.command[self.command.index("--shards") + 1])
+        return [f"{self.lease_prefix}-shard-{i}" for i in range(shards)]
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def probe(self, path: str) -> int:
+        """HTTP status of GET <health port><PATH> (``/healthz``, ``/readyz``); 0 when nothing answers."""
+        return http_get(self.health_url + path)[0]
+
+    def ready(self) -> bool:
+        return self.alive() and self.probe("/readyz") == 200
+
+    def metrics(self) -> str:
+        code, text = http_get(self.metrics_url)
+        if code != 200:
+            raise AssertionError(f"GET {self.metrics_url} answered {code}")
+        return text
+
+    def kill(self, sig: int = signal.SIGKILL, timeout: float | None = 20.0) -> int | None:
+        """Send SIG (if still running); with a TIMEOUT wait that long for the exit. The exit code, or None."""
+        if self.alive():
+            self.process.send_signal(sig)
+        if timeout is None:
+            return self.process.poll()
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """Graceful stop (SIGTERM: releases its Leases); SIGKILL when it has not exited within TIMEOUT."""
+        code = self.kill(signal.SIGTERM, timeout=timeout)
+        if code is None:
+            self.process.kill()
+            code = self.process.wait()
+        return code
+
+    def log_tail(self, lines: int = 80) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+class OperatorLauncher:
+    """``launcher(*extra_args, namespaces=..., lease_prefix=..., env=...) -> Operator``; :meth:`close`
+    stops everything it started."""
+
+    def __init__(self, cluster: Cluster, directory: Path) -> None:
+        self.cluster = cluster
+        self.directory = directory
+        self.started: list[Operator] = []
+
+    def __call__(
+        self,
+        *extra_args: str,
+        namespaces: Sequence[str],
+        lease_prefix: str | None = None,
+        lease_namespace: str = "default",
+        identity: str | None = None,
+        env: Mapping[str, str] | None = None,
+        log_format: str = "json",
+        wait_ready: bool = True,
+        ready_timeout: float = 60.0,
+    ) -> Operator:
+        """Start ``python -m sundial run``. NAMESPACES: the ``--namespace`` flags; ``()`` = cluster-wide.
+        LEASE_PREFIX: default a fresh one (replicas that should compete for one Lease pass the same).
+        EXTRA_ARGS go last (e.g. ``"--lease-duration", "4"``). With WAIT_READY, returns once /readyz is 200."""
+        index = len(self.started)
+        identity = identity or f"e2e-operator-{index}-{uuid.uuid4().hex[:4]}"
+        prefix = lease_prefix or f"e2e-{uuid.uuid4().hex[:6]}"
+        metrics_port, health_port = free_port(), free_port()
+        command = [
+            sys.executable, "-m", "sundial", "run",
+            "--kubeconfig", str(self.cluster.kubeconfig),
+            "--lease-namespace", lease_namespace,
+            "--lease-name-prefix", prefix,
+            "--identity", identity,
+            "--metrics-port", str(metrics_port),
+            "--health-port", str(health_port),
+            "--log-format", log_format,
+        ]  # fmt: skip
+        for name in namespaces:
+            command += ["--namespace", name]
+        command += list(extra_args)
+        log = self.directory / f"operator-{index}-{identity}.log"
+        with log.open("wb") as sink:
+            process = subprocess.Popen(
+                command,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env={**os.environ, **(env or {})},
+            )
+        operator = Operator(
+            process=process,
+            log=log,
+            metrics_url=f"http://127.0.0.1:{metrics_port}/metrics",
+            health_url=f"http://127.0.0.1:{health_port}",
+            lease_prefix=prefix,
+            lease_namespace=lease_namespace,
+            identity=identity,
+            namespaces=tuple(namespaces),
+            command=command,
+        )
+        self.started.append(operator)
+        if wait_ready:
+            try:
+                self.cluster.wait_for(
+                    lambda: operator.ready() or not operator.alive() or None,
+                    timeout=ready_timeout,
+                    message=f"/readyz of operator {identity}",
+                )
+            except WaitTimeoutError as error:
+                raise AssertionError(f"{error}\n--- operator log:\n{operator.log_tail()}") from None
+            if not operator.alive():
+                raise AssertionError(
+                    f"operator {identity} exited with {operator.process.returncode}:\n{operator.log_tail()}"
+                )
+        return operator
+
+    def close(self, *, show_logs: bool = True, deadline: float = 20.0) -> None:
+        for operator in self.started:
+            if operator.alive():
+                operator.process.send_signal(signal.SIGTERM)
+        for operator in self.started:
+            try:
+                operator.process.wait(timeout=deadline)
+            except subprocess.TimeoutExpired:
+                operator.process.kill()
+                operator.process.wait()
+            if show_logs:
+                print(
+                    f"--- operator {operator.identity} (exit {operator.process.returncode}, log {operator.log}):\n"
+                    + operator.log_tail()
+                )
+
+
+@pytest.fixture(scope="session")
+def crds(cluster: Cluster) -> None:
+    """The Sundial CRDs, applied once per session and Established."""
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
+    cluster.kubectl("wait", "--for=condition=Established", "crd/scheduledjobs.sundial.dev", "--timeout=60s")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed:
+        item.stash[_FAILED] = True
+        module = getattr(item, "module", None)
+        if module is not None:
+            module.__dict__["_sundial_e2e_failed"] = True
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture
+def start_operator(
+    crds: None, cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[OperatorLauncher]:
+    """Function-scoped operator factory; see :class:`OperatorLauncher`."""
+    launcher = OperatorLauncher(cluster, tmp_path)
+    yield launcher
+    launcher.close(show_logs=request.node.stash.get(_FAILED, False))
+
+
+@pytest.fixture(scope="module")
+def start_module_operator(
+    crds: None, cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[OperatorLauncher]:
+    """Module-scoped operator factory (one operator shared by a module's tests)."""
+    launcher = OperatorLauncher(cluster, tmp_path_factory.mktemp("operator"))
+    yield launcher
+    launcher.close(show_logs=bool(getattr(request.module, "_sundial_e2e_failed", False)))

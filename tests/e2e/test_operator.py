@@ -1,106 +1,37 @@
 """The operator end to end: ``sundial run`` as a subprocess against a real API server.
 
-The module fixture applies the CRD and starts ``python -m sundial run --kubeconfig …`` (its log is kept
-under the pytest temp directory and printed on failure). Every test polls with a deadline; schedules are
-seconds-level so the whole module takes well under a minute of schedule time.
+The module fixture starts one ``python -m sundial run`` (``start_module_operator`` in conftest) watching
+the module's per-test namespaces (its log is kept under the pytest temp directory and printed on
+failure). Every test polls with a deadline; schedules are seconds-level so the whole module takes well
+under a minute of schedule time.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import signal
-import socket
-import subprocess
-import sys
-import urllib.error
-import urllib.request
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster
+    from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
-REPO = Path(__file__).resolve().parents[2]
 LABEL = "sundial.dev/scheduledjob"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _http_get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=3) as response:
-            return int(response.status), response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-    except OSError:
-        return 0, ""
-
-
-@dataclass
-class Operator:
-    process: subprocess.Popen[bytes]
-    log: Path
-    metrics_url: str
-    health_url: str
-    lease_prefix: str
-
-    def log_tail(self, lines: int = 80) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-
-
 @pytest.fixture(scope="module")
-def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
-    cluster.kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
-    cluster.kubectl("wait", "--for=condition=Established", "crd/scheduledjobs.sundial.dev", "--timeout=60s")
-    log = tmp_path_factory.mktemp("operator") / "operator.log"
-    metrics_port, health_port = _free_port(), _free_port()
-    prefix = f"e2e-{uuid.uuid4().hex[:6]}"
-    command = [
-        sys.executable, "-m", "sundial", "run",
-        "--kubeconfig", str(cluster.kubeconfig),
-        "--lease-namespace", "default",
-        "--lease-name-prefix", prefix,
-        "--metrics-port", str(metrics_port),
-        "--health-port", str(health_port),
-        "--log-format", "json",
-    ]  # fmt: skip
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO)
-    handle = Operator(
-        process=process,
-        log=log,
-        metrics_url=f"http://127.0.0.1:{metrics_port}/metrics",
-        health_url=f"http://127.0.0.1:{health_port}",
-        lease_prefix=prefix,
-    )
-    try:
-        cluster.wait_for(
-            lambda: process.poll() is None and _http_get(handle.health_url + "/readyz")[0] == 200,
-            timeout=60,
-            message="the operator's /readyz",
-        )
-        yield handle
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        print(f"operator log: {log}\n{handle.log_tail()}")
+def operator(start_module_operator: OperatorLauncher, module_namespaces: ModuleNamespaces) -> Operator:
+    """One operator for the module, watching exactly the module's test namespaces."""
+    return start_module_operator(namespaces=module_namespaces.all)
+
+
+@pytest.fixture
+def namespace(module_namespace: str) -> str:
+    """This module's tests run in the namespaces the shared operator watches."""
+    return module_namespace
 
 
 # Helpers ---------------------------------------------------------------------------------------------
@@ -163,10 +94,9 @@ def _events(cluster: Cluster, namespace: str, name: str) -> list[dict[str, Any]]
 
 
 def test_readyz_and_metrics(operator: Operator) -> None:
-    assert _http_get(operator.health_url + "/healthz")[0] == 200
-    assert _http_get(operator.health_url + "/readyz")[0] == 200
-    code, text = _http_get(operator.metrics_url)
-    assert code == 200
+    assert operator.probe("/healthz") == 200
+    assert operator.probe("/readyz") == 200
+    text = operator.metrics()
     for name in (
         "sundial_leases_held",
         "sundial_due_index_size",

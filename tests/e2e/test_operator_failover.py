@@ -4,57 +4,28 @@ after the lease duration with a new fencing token, and no run is created twice."
 from __future__ import annotations
 
 import signal
-import socket
-import subprocess
-import sys
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster
+    from tests.e2e.conftest import Cluster, Operator, OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
 
 @pytest.fixture
-def replicas(cluster: Cluster, tmp_path: Path) -> Iterator[tuple[str, dict[str, subprocess.Popen[bytes]]]]:
-    cluster.kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
+def replicas(start_operator: OperatorLauncher, namespace: str) -> dict[str, Operator]:
+    """Two replicas competing for one Lease, both watching only this test's namespace."""
     prefix = f"failover-{uuid.uuid4().hex[:6]}"
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-    for identity in ("replica-a", "replica-b"):
-        command = [
-            sys.executable, "-m", "sundial", "run", "--kubeconfig", str(cluster.kubeconfig),
-            "--lease-namespace", "default", "--lease-name-prefix", prefix, "--identity", identity,
-            "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1",
-            "--metrics-port", str(_port()), "--health-port", str(_port()),
-        ]  # fmt: skip
-        with (tmp_path / f"{identity}.log").open("wb") as sink:
-            processes[identity] = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO)
-    try:
-        yield prefix, processes
-    finally:
-        for process in processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for identity, process in processes.items():
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-            print(f"--- {identity}\n" + (tmp_path / f"{identity}.log").read_text(errors="replace")[-3000:])
+    timings = ("--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1")
+    return {
+        identity: start_operator(
+            *timings, namespaces=[namespace], lease_prefix=prefix, identity=identity, log_format="text"
+        )
+        for identity in ("replica-a", "replica-b")
+    }
 
 
 def _lease(cluster: Cluster, name: str) -> dict[str, Any]:
@@ -69,10 +40,9 @@ def _jobs(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:
 
 
 def test_standby_takes_over_from_a_killed_leader_without_duplicate_runs(
-    cluster: Cluster, namespace: str, replicas: tuple[str, dict[str, subprocess.Popen[bytes]]]
+    cluster: Cluster, namespace: str, replicas: dict[str, Operator]
 ) -> None:
-    prefix, processes = replicas
-    lease_name = f"{prefix}-shard-0"
+    lease_name = replicas["replica-a"].lease_names[0]
     template = cluster.job_manifest("x")["spec"]
     cluster.apply(
         {
@@ -86,9 +56,8 @@ def test_standby_takes_over_from_a_killed_leader_without_duplicate_runs(
     cluster.wait_for(lambda: len(_jobs(cluster, namespace)) >= 2, timeout=40, message="runs under the first leader")
     leader = str(_lease(cluster, lease_name)["holderIdentity"])
     transitions = int(_lease(cluster, lease_name).get("leaseTransitions") or 0)
-    standby = next(identity for identity in processes if identity != leader)
-    processes[leader].send_signal(signal.SIGKILL)
-    processes[leader].wait(timeout=10)
+    standby = next(identity for identity in replicas if identity != leader)
+    assert replicas[leader].kill(signal.SIGKILL, timeout=10) is not None
     before = len(_jobs(cluster, namespace))
 
     cluster.wait_for(
