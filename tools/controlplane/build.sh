@@ -65,7 +65,7 @@ go_minor="$(sed -E 's/^go1\.([0-9]+).*/\1/' <<<"$go_ver")"
 export GOMODCACHE="$cache_root/go/mod"
 export GOCACHE="$cache_root/go/build"
 export GOTOOLCHAIN=local
-export GOFLAGS="-mod=mod"
+export GOFLAGS="-mod=mod -modcacherw"   # -modcacherw: the cache can be deleted with rm -rf
 export GOWORK=off
 export CGO_ENABLED=0
 jobs="${BUILD_PARALLELISM:-$(( $(nproc 2>/dev/null || echo 2) > 4 ? 4 : $(nproc 2>/dev/null || echo 2) ))}"
