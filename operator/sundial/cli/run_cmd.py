@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sundial.runtime import logs, process
+from sundial.runtime import admission, logs, process
 from sundial.runtime.settings import LogFormat, Settings
 
 _DEFAULTS = Settings(identity="-")
@@ -44,6 +44,13 @@ def register(subparsers: Any) -> None:
     add("--max-concurrency", type=int, default=_DEFAULTS.max_concurrency, help="objects reconciled at once")
     add("--metrics-port", type=int, default=_DEFAULTS.metrics_port, help="Prometheus /metrics port (0: off)")
     add("--health-port", type=int, default=_DEFAULTS.health_port, help="/healthz and /readyz port (0: off)")
+    add("--webhook-port", type=int, default=_DEFAULTS.webhook_port, help="admission webhook HTTPS port (0: off)")
+    add("--webhook-addr", default=_DEFAULTS.webhook_addr, help="admission webhook listen address")
+    add("--webhook-host", default=_DEFAULTS.webhook_host, help="host/IP the API server reaches the webhook at")
+    add("--webhook-cert-file", type=Path, default=None, help="webhook serving certificate (PEM)")
+    add("--webhook-key-file", type=Path, default=None, help="webhook serving key (PEM)")
+    add("--webhook-ca-dump", type=Path, default=None, help="write the webhook's CA bundle to this file")
+    add("--webhook-managed", default="", metavar="NAME", help="let kopf manage this ValidatingWebhookConfiguration")
     add("--log-format", choices=[f.value for f in LogFormat], default=LogFormat.TEXT.value)
     add("--log-level", default=_DEFAULTS.log_level)
     add(
@@ -99,6 +106,13 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
         max_concurrency=args.max_concurrency,
         metrics_port=args.metrics_port,
         health_port=args.health_port,
+        webhook_port=args.webhook_port,
+        webhook_addr=args.webhook_addr,
+        webhook_host=args.webhook_host,
+        webhook_cert_file=args.webhook_cert_file,
+        webhook_key_file=args.webhook_key_file,
+        webhook_ca_dump=args.webhook_ca_dump,
+        webhook_managed=args.webhook_managed,
         log_format=LogFormat(args.log_format),
         log_level=args.log_level,
         kubeconfig=args.kubeconfig,
@@ -113,5 +127,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"sundial run: {error}")
         return 2
+    if settings.webhook_port:
+        try:
+            admission.webhook_server(settings)
+        except ValueError as error:
+            print(f"sundial run: {error}")
+            return 2
     logs.configure(fmt=settings.log_format, level=settings.log_level)
     return asyncio.run(process.run(settings))

@@ -13,7 +13,7 @@ from typing import Any
 import kopf
 
 from sundial.kube import connections, leases, objects, ratelimits, requests
-from sundial.runtime import informers, probes
+from sundial.runtime import admission, informers, probes
 from sundial.runtime.dispatcher import Dispatcher
 from sundial.runtime.leadership import Leadership
 from sundial.runtime.metrics import Metrics
@@ -107,6 +107,8 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
     registry = informers.registry(
         configuration=configuration, on_scheduled_job=on_scheduled_job, on_job=on_job, on_login=logged_in.set
     )
+    kopf_settings = informers.operator_settings()
+    admission.configure(kopf_settings, registry, settings)  # the validating webhook, if --webhook-port
     runners = []
     if settings.health_port:
         app = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set)
@@ -132,7 +134,7 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
     kopf_task = asyncio.create_task(
         kopf.operator(
             registry=registry,
-            settings=informers.operator_settings(),
+            settings=kopf_settings,
             clusterwide=not settings.namespaces,
             namespaces=list(settings.namespaces),
             standalone=True,

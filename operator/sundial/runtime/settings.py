@@ -55,6 +55,33 @@ class Settings:
     health_port: int = 8081
     """Port of ``/healthz`` and ``/readyz`` (0: disabled)."""
 
+    webhook_port: int = 0
+    """HTTPS port of the validating admission webhook (:mod:`sundial.runtime.admission`; 0: disabled).
+    It is served at the path ``/validate-scheduledjob``; the ValidatingWebhookConfiguration is made by the
+    chart (or the tests), not by the operator, unless :attr:`webhook_managed` is set."""
+
+    webhook_addr: str = "0.0.0.0"
+    """Address the webhook server listens on (empty: every interface)."""
+
+    webhook_host: str = ""
+    """Host name or IP the API server uses to reach the webhook: the URL kopf reports (and writes into a
+    managed configuration), and a SAN of a self-signed certificate. Empty: derived from the listen address."""
+
+    webhook_cert_file: Path | None = None
+    """PEM serving certificate (chain) of the webhook; re-read when the file changes. None (with
+    :attr:`webhook_key_file` None): kopf generates a self-signed one (needs the ``certbuilder`` package)."""
+
+    webhook_key_file: Path | None = None
+    """PEM private key of :attr:`webhook_cert_file`."""
+
+    webhook_ca_dump: Path | None = None
+    """Write the CA bundle the API server must trust (``caBundle``) to this file: the generated certificate,
+    or :attr:`webhook_cert_file` itself. None: not written."""
+
+    webhook_managed: str = ""
+    """Name of a ValidatingWebhookConfiguration kopf creates and keeps up to date (needs RBAC on
+    ``admissionregistration.k8s.io``; unscoped, failurePolicy Fail). Empty (the default): not managed."""
+
     log_format: LogFormat = LogFormat.TEXT
     """``text`` for people, ``json`` (one object per line) for log pipelines."""
 
@@ -82,6 +109,10 @@ class Settings:
             raise ValueError("--qps must be > 0 and --burst >= 1")
         if self.max_concurrency < 1:
             raise ValueError("--max-concurrency must be at least 1")
+        if not 0 <= self.webhook_port <= 65535:
+            raise ValueError("--webhook-port must be between 0 and 65535")
+        if (self.webhook_cert_file is None) != (self.webhook_key_file is None):
+            raise ValueError("--webhook-cert-file and --webhook-key-file go together")
         if not self.identity:
             raise ValueError("identity must not be empty")
         if self.test_crash_after_claim < 0:
