@@ -165,9 +165,7 @@ class ObjectsApi:
             raise
         return self._plain(body)
 
-    async def create_job(
-        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str
-    ) -> results.CreateResult:
+    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
         """Create a Job. AlreadyExists: adopt it if ``owner_uid`` controls it, else report it unexpected."""
         try:
             body = await self._req.call(
@@ -186,9 +184,7 @@ class ObjectsApi:
             name = str((manifest.get("metadata") or {}).get("name", ""))
             existing = await self.get_job(namespace=namespace, name=name)
             if existing is None:  # deleted in between: a retry of the pass will create it again
-                raise errors.TransientError(
-                    code=409, reason="AlreadyExists", message="vanished on read"
-                ) from None
+                raise errors.TransientError(code=409, reason="AlreadyExists", message="vanished on read") from None
             owner = controller_uid(existing)
             if owner == owner_uid:
                 return results.Adopted(body=existing)
@@ -196,8 +192,13 @@ class ObjectsApi:
         return results.Created(body=self._plain(body))
 
     async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
-        """Delete with a UID precondition (never a same-named successor), pods in the background."""
-        options = {"preconditions": {"uid": uid}, "propagationPolicy": "Background"}
+        """Delete with a UID precondition (never a same-named successor), pods in the background.
+
+        An empty ``uid`` (a Job that was never observed) means *no* precondition: the API server would
+        compare an empty precondition UID with the Job's and answer 409 forever."""
+        options: dict[str, Any] = {"propagationPolicy": "Background"}
+        if uid:
+            options["preconditions"] = {"uid": uid}
         try:
             await self._req.call(
                 verb="delete",
