@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 import pytest
 
 from sundial.sandbox import DURATION_ANNOTATION, OUTCOME_FAIL, OUTCOME_LABEL, Sandbox
+from sundial.sandbox.webhook import issue_serving_certificate, validating_webhook_configuration
 
 T = TypeVar("T")
 
@@ -469,3 +470,112 @@ def start_module_operator(
     launcher = OperatorLauncher(cluster, tmp_path_factory.mktemp("operator"))
     yield launcher
     launcher.close(show_logs=bool(getattr(request.module, "_sundial_e2e_failed", False)))
+
+
+# The admission webhook ---------------------------------------------------------------------------------
+
+#: Namespaces labelled with this key (value: a webhook's token) are covered by that e2e webhook only:
+#: a ``failurePolicy: Fail`` webhook must never refuse other tests' objects while its operator is down.
+WEBHOOK_NAMESPACE_LABEL = "e2e.sundial.dev/admission-webhook"
+#: kopf serves the handler at /<handler id> (``sundial.runtime.admission.WEBHOOK_PATH``).
+WEBHOOK_PATH = "/validate-scheduledjob"
+#: Refused only by the webhook (the CRD accepts it): how :meth:`AdmissionWebhook.cover` sees it is effective.
+_WEBHOOK_PROBE = {
+    "apiVersion": "sundial.dev/v1alpha1",
+    "kind": "ScheduledJob",
+    "metadata": {"name": "webhook-probe"},
+    "spec": {
+        "schedule": "0 0 30 2 *",
+        "jobTemplate": {
+            "spec": {
+                "template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": BUSYBOX_IMAGE}]}
+                }
+            }
+        },
+    },
+}
+
+
+@dataclass
+class AdmissionWebhook:
+    """A ``sundial run --webhook-port`` operator and a ValidatingWebhookConfiguration pointing at it over TLS,
+    scoped to the namespaces :meth:`cover` labels."""
+
+    cluster: Cluster
+    name: str
+    token: str
+    url: str
+    operator: Operator
+
+    def cover(self, namespace: str, timeout: float = 60.0) -> None:
+        """Route NAMESPACE's ScheduledJob CREATE/UPDATEs to this webhook; return once the API server uses it."""
+        self.cluster.kubectl("label", "namespace", namespace, f"{WEBHOOK_NAMESPACE_LABEL}={self.token}", "--overwrite")
+
+        def refused() -> bool:
+            result = self.cluster.kubectl(
+                "apply", "--server-side", "--dry-run=server", "-n", namespace, "-f", "-",
+                input=json.dumps(_WEBHOOK_PROBE), check=False,
+            )  # fmt: skip
+            return result.returncode != 0 and "denied the request" in result.stderr
+
+        try:
+            self.cluster.wait_for(refused, timeout=timeout, message=f"webhook {self.name} refusing in {namespace}")
+        except WaitTimeoutError as error:
+            raise AssertionError(f"{error}\n--- operator log:\n{self.operator.log_tail()}") from None
+
+    def uncover(self, namespace: str) -> None:
+        self.cluster.kubectl("label", "namespace", namespace, f"{WEBHOOK_NAMESPACE_LABEL}-", check=False)
+
+
+class AdmissionWebhookLauncher:
+    """``launcher(namespaces=[...]) -> AdmissionWebhook``; :meth:`close` deletes every configuration it made."""
+
+    def __init__(self, cluster: Cluster, operators: OperatorLauncher, directory: Path) -> None:
+        self.cluster = cluster
+        self.operators = operators
+        self.directory = directory
+        self.configurations: list[str] = []
+
+    def __call__(self, *, namespaces: Sequence[str], extra_args: Sequence[str] = ()) -> AdmissionWebhook:
+        token = uuid.uuid4().hex[:8]
+        tls = issue_serving_certificate(self.directory / f"webhook-{token}", ips=("127.0.0.1",), dns_names=())
+        port = free_port()
+        operator = self.operators(
+            "--webhook-port", str(port),
+            "--webhook-addr", "127.0.0.1",
+            "--webhook-host", "127.0.0.1",
+            "--webhook-cert-file", str(tls.cert),
+            "--webhook-key-file", str(tls.key),
+            *extra_args,
+            namespaces=namespaces,
+        )  # fmt: skip
+        url = f"https://127.0.0.1:{port}{WEBHOOK_PATH}"
+        name = f"sundial-e2e-{token}"
+        manifest = validating_webhook_configuration(
+            name,
+            url=url,
+            ca_bundle=tls.ca_bundle(),
+            namespace_selector={"matchLabels": {WEBHOOK_NAMESPACE_LABEL: token}},
+        )
+        self.configurations.append(name)
+        self.cluster.apply(manifest)
+        return AdmissionWebhook(cluster=self.cluster, name=name, token=token, url=url, operator=operator)
+
+    def close(self) -> None:
+        for name in self.configurations:
+            self.cluster.kubectl("delete", "validatingwebhookconfiguration", name, "--ignore-not-found", check=False)
+
+
+@pytest.fixture(scope="module")
+def start_admission_webhook(
+    cluster: Cluster, start_module_operator: OperatorLauncher, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AdmissionWebhookLauncher]:
+    """Module-scoped: start webhook-serving operators (TLS from a fresh CA for 127.0.0.1) and their
+    namespace-scoped ValidatingWebhookConfigurations (``failurePolicy: Fail``), deleted at teardown before
+    the operators stop."""
+    launcher = AdmissionWebhookLauncher(cluster, start_module_operator, tmp_path_factory.mktemp("webhook"))
+    try:
+        yield launcher
+    finally:
+        launcher.close()

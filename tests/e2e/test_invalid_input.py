@@ -4,8 +4,9 @@ Replays the corpus in ``tests/invalid/`` (see ``tests/unit/model/test_invalid_co
 against a real API server with the CRD installed:
 
 * ``refused-by: crd`` files must be refused by the CRD's structural schema and CEL rules today;
-* ``refused-by: webhook`` files need the validating admission webhook, which this suite does not deploy yet:
-  they are skipped until the ``admission_webhook`` fixture returns something (the one line to change).
+* ``refused-by: webhook`` files need the validating admission webhook: the ``admission_webhook`` fixture runs
+  ``sundial run --webhook-port`` behind real TLS with a namespace-scoped ValidatingWebhookConfiguration
+  (they would be skipped if it returned None).
 
 All files go to the API server in ONE ``kubectl apply --server-side --dry-run=server`` call (nothing is
 created, so nothing to clean up; a server dry run runs schema, CEL and admission webhooks like a real apply).
@@ -29,7 +30,7 @@ import pytest
 import yaml
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster
+    from tests.e2e.conftest import AdmissionWebhook, Cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -38,7 +39,7 @@ CORPUS_DIR = REPO / "tests" / "invalid"
 SAMPLES_DIR = REPO / "config" / "samples"
 CRD_NAME = "scheduledjobs.sundial.dev"
 
-WEBHOOK_SKIP_REASON = "needs the admission webhook (not deployed in this suite yet)"
+WEBHOOK_SKIP_REASON = "needs the admission webhook"
 
 HEADER = re.compile(r"^#\s*(?P<key>expect-field|refused-by):\s*(?P<value>\S+)\s*$", re.MULTILINE)
 # kubectl starts every per-object error on a new line with one of these.
@@ -70,15 +71,20 @@ SAMPLES = sorted(p for p in SAMPLES_DIR.glob("*.yaml") if p.name != "kustomizati
 
 
 @pytest.fixture(scope="module")
-def admission_webhook() -> str | None:
-    """The Sundial validating webhook serving this cluster, or None when there is none.
+def admission_webhook(request: pytest.FixtureRequest) -> str | None:
+    """The Sundial validating webhook serving this cluster: its ValidatingWebhookConfiguration's name.
 
-    None today: the suite deploys no webhook yet. When one is deployed (by a fixture here or in conftest.py),
-    return something truthy (e.g. the ValidatingWebhookConfiguration's name) and the ``refused-by: webhook``
-    files run instead of being skipped. ``SUNDIAL_E2E_ADMISSION_WEBHOOK=<name>`` says an external cluster
-    already has one.
+    ``SUNDIAL_E2E_ADMISSION_WEBHOOK=<name>`` says an external cluster already has one. Otherwise the
+    ``start_admission_webhook`` fixture (conftest.py) starts an operator serving the webhook over TLS and a
+    configuration covering only the dry-run namespace, and waits until the API server uses it.
     """
-    return os.environ.get("SUNDIAL_E2E_ADMISSION_WEBHOOK") or None
+    external = os.environ.get("SUNDIAL_E2E_ADMISSION_WEBHOOK")
+    if external:
+        return external
+    namespace: str = request.getfixturevalue("dry_run_namespace")
+    webhook: AdmissionWebhook = request.getfixturevalue("start_admission_webhook")(namespaces=[namespace])
+    webhook.cover(namespace)
+    return webhook.name
 
 
 @pytest.fixture(scope="module")
