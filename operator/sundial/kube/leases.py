@@ -45,13 +45,17 @@ class LeaseRecord:
 class LeaseApi(Protocol):
     async def get(self, *, namespace: str, name: str) -> LeaseRecord | None: ...
 
-    async def create(
-        self, *, namespace: str, name: str, record: LeaseRecord
-    ) -> LeaseRecord | results.Conflict: ...
+    async def create(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict: ...
 
-    async def replace(
-        self, *, namespace: str, name: str, record: LeaseRecord
-    ) -> LeaseRecord | results.Conflict: ...
+    async def replace(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict: ...
+
+
+class LeaseListApi(LeaseApi, Protocol):
+    """Also list the namespace's Leases and delete one (member discovery and clean-up, issue 8)."""
+
+    async def list(self, *, namespace: str) -> dict[str, LeaseRecord]: ...
+
+    async def delete(self, *, namespace: str, name: str, resource_version: str) -> None: ...
 
 
 def _micro(value: datetime | None) -> str | None:
@@ -122,12 +126,8 @@ class KubeLeaseApi:
             raise
         return self._record(body)
 
-    async def create(
-        self, *, namespace: str, name: str, record: LeaseRecord
-    ) -> LeaseRecord | results.Conflict:
-        body = body_from(
-            namespace=namespace, name=name, record=dataclasses.replace(record, resource_version="")
-        )
+    async def create(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
+        body = body_from(namespace=namespace, name=name, record=dataclasses.replace(record, resource_version=""))
         try:
             created = await self._req.call(
                 verb="create",
@@ -143,9 +143,7 @@ class KubeLeaseApi:
             raise
         return self._record(created)
 
-    async def replace(
-        self, *, namespace: str, name: str, record: LeaseRecord
-    ) -> LeaseRecord | results.Conflict:
+    async def replace(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
         body = body_from(namespace=namespace, name=name, record=record)
         try:
             replaced = await self._req.call(
@@ -160,6 +158,43 @@ class KubeLeaseApi:
                 return results.Conflict()
             raise
         return self._record(replaced)
+
+    async def list(self, *, namespace: str) -> dict[str, LeaseRecord]:
+        """Every Lease of the namespace by name (one consistent read)."""
+        listing = await self._req.call(
+            verb="list",
+            resource="leases",
+            request=lambda: self._api.list_namespaced_lease(namespace, _request_timeout=requests.REQUEST_TIMEOUT),
+        )
+        body = self._client.sanitize_for_serialization(listing)
+        found: dict[str, LeaseRecord] = {}
+        for item in body.get("items") or []:
+            name = str((item.get("metadata") or {}).get("name") or "")
+            if name:
+                found[name] = record_from(item)
+        return found
+
+    async def delete(self, *, namespace: str, name: str, resource_version: str) -> None:
+        """Delete a Lease if it is still at ``resource_version`` (404 and 409 are ignored)."""
+        options = {"preconditions": {"resourceVersion": resource_version}}
+        try:
+            await self._req.call(
+                verb="delete",
+                resource="leases",
+                request=lambda: self._api.delete_namespaced_lease(
+                    name, namespace, body=options, _request_timeout=requests.REQUEST_TIMEOUT
+                ),
+            )
+        except errors.KubeError as error:
+            if error.code not in (404, 409):
+                raise
+
+
+class Unread:
+    """Marker type: :meth:`LeaseElector.tick` reads the Lease itself."""
+
+
+UNREAD = Unread()
 
 
 def _utcnow() -> datetime:
@@ -216,21 +251,48 @@ class LeaseElector:
         self._renewed_at = started
         return True
 
-    async def tick(self) -> bool:
-        """One acquire-or-renew attempt. Returns :attr:`holding` afterwards."""
-        started = self._clock()
+    @property
+    def record(self) -> LeaseRecord | None:
+        """The record we last wrote as the holder (None once released)."""
+        return self._record
+
+    def observe(self, current: LeaseRecord | None, started: float) -> None:
+        """Note another holder's record read elsewhere (e.g. a LIST) at monotonic time ``started``.
+
+        Keeps the expiry timing current while this replica does not try to acquire the Lease, so that once
+        it is asked to (its owner died), it waits only for the rest of the lease duration, not a new one.
+        """
+        if current is None or current.holder is None or current.holder == self.identity:
+            return
+        if self._observed is None or _changed(self._observed, current):
+            self._observed = current
+            self._observed_at = started
+
+    def stop(self) -> None:
+        """Stop acting at once (:attr:`holding` becomes False); the Lease stays ours until :meth:`release`."""
+        self._lose()
+
+    async def tick(self, *, current: LeaseRecord | Unread | None = UNREAD, started: float | None = None) -> bool:
+        """One acquire-or-renew attempt. Returns :attr:`holding` afterwards.
+
+        ``current``: the Lease as just read by the caller (e.g. from a LIST whose monotonic start time is
+        ``started``), saving a GET; by default the Lease is read here. A stale record only costs a 409.
+        """
+        if started is None:
+            started = self._clock()
         try:
-            return await self._attempt(started)
+            if isinstance(current, Unread):
+                current = await self._api.get(namespace=self.namespace, name=self.name)
+            return await self._attempt(started, current)
         except errors.KubeError as error:
             # Outcome unknown (e.g. a timed-out update that may have succeeded): keep the old renewal time;
             # the renew deadline ends our acting on its own, and the next read tells what happened.
             logger.warning("lease %s/%s: %s", self.namespace, self.name, error)
             return self.holding
 
-    async def _attempt(self, started: float) -> bool:
+    async def _attempt(self, started: float, current: LeaseRecord | None) -> bool:
         now = self._wall()
         duration = max(1, round(self._duration))
-        current = await self._api.get(namespace=self.namespace, name=self.name)
         if current is None:
             fresh = LeaseRecord(
                 holder=self.identity,
@@ -268,21 +330,37 @@ class LeaseElector:
             self._lose()  # someone else moved first; the next tick re-reads from the API
             return False
         if takeover:
-            logger.info(
-                "lease %s/%s acquired (transitions=%d)", self.namespace, self.name, replaced.transitions
-            )
+            logger.info("lease %s/%s acquired (transitions=%d)", self.namespace, self.name, replaced.transitions)
         return self._won(replaced, started)
 
-    async def release(self) -> None:
-        """Graceful shutdown: stop acting first, then empty the holder so a standby takes over at once."""
-        record, was_held = self._record, self._renewed_at is not None
+    async def release(self) -> bool:
+        """Stop acting first, then empty the holder so another replica takes over at once.
+
+        Works after :meth:`stop` too. The write carries the resourceVersion we last wrote; on a 409 the Lease
+        is re-read and emptied only if it still names us (e.g. our last renewal timed out yet went
+        through), so a Lease someone else took over is never touched. True: released (or not ours anyway);
+        False: the write failed, the Lease expires on its own.
+        """
+        record = self._record
         self._lose()
-        if record is None or not was_held:
-            return
-        released = dataclasses.replace(record, holder=None, duration_seconds=1, renew_time=self._wall())
-        with contextlib.suppress(errors.KubeError, asyncio.TimeoutError):
-            await self._api.replace(namespace=self.namespace, name=self.name, record=released)
+        if record is None:
+            return True
+        wall = self._wall()
+        try:
+            released = await self._api.replace(namespace=self.namespace, name=self.name, record=_emptied(record, wall))
+            if isinstance(released, results.Conflict):
+                current = await self._api.get(namespace=self.namespace, name=self.name)
+                if current is not None and current.holder == self.identity:
+                    released = await self._api.replace(
+                        namespace=self.namespace, name=self.name, record=_emptied(current, wall)
+                    )
+                    if isinstance(released, results.Conflict):
+                        return False
+        except (TimeoutError, errors.KubeError) as error:
+            logger.warning("lease %s/%s: release failed: %s", self.namespace, self.name, error)
+            return False
         self._record = None
+        return True
 
     async def run(self, stopping: asyncio.Event, on_change: Callable[[bool], None]) -> None:
         """Tick every ``retry_period`` until ``stopping`` is set; report holding changes."""
@@ -297,6 +375,10 @@ class LeaseElector:
             if was and not self.holding:
                 on_change(False)
                 was = False
+
+
+def _emptied(record: LeaseRecord, now: datetime) -> LeaseRecord:
+    return dataclasses.replace(record, holder=None, duration_seconds=1, renew_time=now)
 
 
 def _changed(old: LeaseRecord, new: LeaseRecord) -> bool:

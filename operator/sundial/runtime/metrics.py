@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
+HANDOFF_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120)
 API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
@@ -27,6 +28,21 @@ class Metrics:
         self.dead_lettered = Counter("sundial_runs_dead_lettered", "Runs dead-lettered.", registry=r)
         self.active_runs = Gauge("sundial_active_runs", "Runs with an active attempt.", registry=r)
         self.leases_held = Gauge("sundial_leases_held", "Shard Leases this replica holds.", registry=r)
+        self.shards_assigned = Gauge(
+            "sundial_shards_assigned", "Shards the balanced assignment gives this replica.", registry=r
+        )
+        self.shard_members = Gauge("sundial_shard_members", "Live replicas this replica sees.", registry=r)
+        self.shard_rebalances = Counter(
+            "sundial_shard_rebalances", "Changes of the shard assignment seen by this replica.", registry=r
+        )
+        self.shard_handoff = Histogram(
+            "sundial_shard_handoff_seconds",
+            "Shard handoff time: phase=release from deciding to give a shard up until its Lease is released; "
+            "phase=acquire from a shard being assigned to this replica until its Lease is held.",
+            ["phase"],
+            buckets=HANDOFF_BUCKETS,
+            registry=r,
+        )
         self.due_index_size = Gauge("sundial_due_index_size", "ScheduledJobs with a pending wake-up.", registry=r)
         self.reconciles = Counter("sundial_reconciles", "Planning passes by outcome.", ["outcome"], registry=r)
         self.api_requests = Counter(

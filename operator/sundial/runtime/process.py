@@ -15,12 +15,12 @@ import kopf
 from sundial.kube import connections, leases, objects, ratelimits, requests
 from sundial.runtime import admission, informers, probes
 from sundial.runtime.dispatcher import Dispatcher
-from sundial.runtime.leadership import Leadership
+from sundial.runtime.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.metrics import Metrics
 from sundial.runtime.readiness import InitialListing
 from sundial.runtime.reconciler import Planner, Reconciler
 from sundial.runtime.settings import Settings
-from sundial.runtime.store import Store
+from sundial.runtime.store import Key, Store
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,12 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         bucket=ratelimits.TokenBucket(rate=settings.qps, burst=settings.burst), observer=metrics
     )
     api = objects.ObjectsApi(api_client=client, requester=requester)
-    lease_api = leases.KubeLeaseApi(api_client=client, requester=requester)
+    # Lease calls get a token bucket of their own: a herd of Job creations must never delay a renewal.
+    lease_requester = requests.Requester(
+        bucket=ratelimits.TokenBucket(rate=max(10.0, 4 * settings.shards), burst=20 + 4 * settings.shards),
+        observer=metrics,
+    )
+    lease_api = leases.KubeLeaseApi(api_client=client, requester=lease_requester)
     store = Store()
     listing = InitialListing(store)
     stopping = asyncio.Event()
@@ -70,7 +75,26 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
                 if reconciler.shard_of(key) == shard:
                     dispatcher.touch(key)
 
-    leadership = Leadership(electors, on_change=on_lease)
+    in_flight = InFlight()
+    member = leases.LeaseElector(
+        api=lease_api,
+        namespace=settings.lease_namespace,
+        name=member_lease_name(settings.lease_name_prefix, settings.identity),
+        identity=settings.identity,
+        lease_duration=settings.lease_duration,
+        renew_deadline=settings.renew_deadline,
+        retry_period=settings.retry_period,
+    )
+    sharding = Sharding(
+        api=lease_api,
+        member=member,
+        prefix=settings.lease_name_prefix,
+        retry_period=settings.retry_period,
+        drain=in_flight.drained,
+        drain_timeout=settings.renew_deadline,
+        metrics=metrics,
+    )
+    leadership = Leadership(electors, on_change=on_lease, sharding=sharding)
     reconciler = Reconciler(
         store=store,
         api=api,
@@ -81,8 +105,16 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         identity=settings.identity,
         crash_after_claim=settings.test_crash_after_claim,
     )
+
+    async def reconcile(key: Key) -> datetime | None:
+        shard = reconciler.shard_of(key)
+        if shard is None:
+            return await reconciler.reconcile(key)
+        with in_flight.track(shard):  # a handoff of this shard waits for the pass to finish
+            return await reconciler.reconcile(key)
+
     dispatcher = Dispatcher(
-        reconcile=reconciler.reconcile,
+        reconcile=reconcile,
         max_concurrency=settings.max_concurrency,
         clock=utcnow,
         on_index_size=metrics.due_index_size.set,

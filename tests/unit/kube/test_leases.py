@@ -168,3 +168,48 @@ def test_rejects_a_renew_deadline_not_below_the_lease_duration() -> None:
             api=FakeLeaseApi(), namespace="ns", name="l", identity="me",
             lease_duration=10, renew_deadline=10, retry_period=2,
         )  # fmt: skip
+
+
+async def test_a_record_read_by_the_caller_saves_the_get() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    me = _elector(api, clock)
+    await me.tick()
+
+    async def no_get(*, namespace: str, name: str) -> LeaseRecord | None:
+        raise AssertionError("tick(current=...) must not read again")
+
+    api.get = no_get  # type: ignore[method-assign]
+    clock.now += 2
+    assert await me.tick(current=api.record, started=clock.now)
+
+
+async def test_observing_elsewhere_keeps_the_expiry_clock_running() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    other = _elector(api, clock, identity="other")
+    await other.tick()
+    me = _elector(api, clock)
+    me.observe(api.record, clock.now)  # seen in a LIST, never ticked
+    clock.now += 15  # a full lease duration without a change
+    assert await me.tick()  # no second lease duration to wait
+
+
+async def test_release_after_stop_rereads_on_a_conflict_and_empties_only_its_own_lease() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    me = _elector(api, clock)
+    await me.tick()
+    api.fail_next_replace, api.apply_then_fail = errors.TransientError(code=0, reason="TimeoutError", message=""), True
+    clock.now += 2
+    await me.tick()  # went through, answer lost: our record's resourceVersion is stale now
+    me.stop()
+    assert not me.holding
+    assert await me.release()
+    assert api.record is not None and api.record.holder is None
+
+
+async def test_release_never_touches_a_lease_someone_else_took() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    me = _elector(api, clock)
+    await me.tick()
+    api.someone_else_renews("other")
+    assert await me.release()
+    assert api.record is not None and api.record.holder == "other"
