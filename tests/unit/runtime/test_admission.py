@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import copy
 import re
 from pathlib import Path
@@ -11,6 +12,7 @@ import kopf
 import pytest
 import yaml
 
+from sundial.cli import run_cmd
 from sundial.runtime import admission
 from sundial.runtime.settings import Settings
 
@@ -183,3 +185,37 @@ def test_settings_need_the_certificate_and_key_together(tmp_path: Path) -> None:
         _settings(webhook_port=9443, webhook_cert_file=tmp_path / "c")
     with pytest.raises(ValueError, match="65535"):
         _settings(webhook_port=70000)
+
+
+def _run_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    run_cmd.register(parser.add_subparsers())
+    return parser.parse_args(["run", "--identity", "me", *argv])
+
+
+def test_sundial_run_has_the_webhook_off_by_default() -> None:
+    settings = run_cmd.settings_from(_run_args(), environ={})
+    assert (settings.webhook_port, settings.webhook_managed) == (0, "")
+
+
+def test_sundial_run_webhook_flags(tmp_path: Path) -> None:
+    settings = run_cmd.settings_from(
+        _run_args(
+            "--webhook-port", "9443", "--webhook-addr", "127.0.0.1", "--webhook-host", "sundial-webhook.ns.svc",
+            "--webhook-cert-file", str(tmp_path / "tls.crt"), "--webhook-key-file", str(tmp_path / "tls.key"),
+            "--webhook-ca-dump", str(tmp_path / "ca.pem"), "--webhook-managed", "sundial",
+        ),
+        environ={},
+    )  # fmt: skip
+    assert settings.webhook_port == 9443
+    assert (settings.webhook_addr, settings.webhook_host) == ("127.0.0.1", "sundial-webhook.ns.svc")
+    assert (settings.webhook_cert_file, settings.webhook_key_file) == (tmp_path / "tls.crt", tmp_path / "tls.key")
+    assert (settings.webhook_ca_dump, settings.webhook_managed) == (tmp_path / "ca.pem", "sundial")
+
+
+def test_sundial_run_refuses_a_webhook_it_cannot_serve(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(admission, "can_self_sign", lambda: False)
+    assert run_cmd.run(_run_args("--webhook-port", "9443")) == 2
+    assert "certbuilder" in capsys.readouterr().out
