@@ -1,0 +1,189 @@
+"""One fault per test, each bounded in time, each ending with the auditor's proof (see docs/chaos.md)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from datetime import timedelta
+
+import pytest
+
+from .fleet import LEASE_DURATION
+from .harness import Harness, utcnow
+from .proxy import WRITE_METHODS, Faults
+
+pytestmark = [pytest.mark.e2e, pytest.mark.chaos, pytest.mark.timeout(300)]
+
+EVERY_2S = "*/2 * * * * *"
+EVERY_5S = "*/5 * * * * *"
+
+
+def _run_for(seconds: float) -> None:
+    time.sleep(seconds)  # schedule time passing (not a condition)
+
+
+def _finish(h: Harness, scenario: str, *, zombie: tuple[str, float] | None = None) -> None:
+    h.quiesce()
+    report = h.report(scenario, zombie=zombie)
+    report.assert_clean()
+    assert report.duplicated == 0 and report.lost == 0
+    assert report.started > 0
+
+
+def test_sigkill_of_the_acting_replica_at_random_moments(harness: Harness) -> None:
+    h = harness
+    fleet = h.fleet(3)
+    fleet.start()
+    h.create_scheduled_jobs(10, EVERY_2S)
+    for _ in range(4):
+        leader = fleet.wait_for_holder(timeout=60)
+        _run_for(h.random.uniform(1.0, 5.0))
+        leader.kill()
+        h.faults["SIGKILL leader"] += 1
+        fleet.wait_for_holder(timeout=60, other_than=leader.identity)
+        leader.start()
+    _run_for(4)
+    _finish(h, "sigkill")
+
+
+def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harness) -> None:
+    """The acting replica exits (os._exit(137), the real process) right after its 3rd claim, before that
+    Job's create. The standby (and the crashed replica restarted without the hook) take over; the claimed
+    run gets its Job exactly once."""
+    h = harness
+    fleet = h.fleet(2, env={"replica-a": {"SUNDIAL_TEST_CRASH_AFTER_CLAIM": "3"}})
+    crasher, standby = fleet.replicas["replica-a"], fleet.replicas["replica-b"]
+    crasher.start()  # alone, so it is the one acting (shard assignment could hand shard 0 to the other)
+    h.create_scheduled_jobs(1, EVERY_2S)
+    h.wait(lambda: crasher.exit_code() is not None, 60, "replica-a crashes after its 3rd claim")
+    h.faults["crash after claim"] += 1
+    assert crasher.exit_code() == 137, crasher.log_text()[-3000:]
+    assert "test crash hook" in crasher.log_text()
+    (sj,) = h.scheduled_jobs()
+    _run_for(0.5)
+    seen = {job.name for job in h.watch.snapshot()}
+    orphans = [run for run in (sj.get("status") or {}).get("active") or [] if run["job"] not in seen]
+    assert orphans, f"the claim without its Job should be in status.active: {sj.get('status')}"
+    standby.start()
+    crasher.env.pop("SUNDIAL_TEST_CRASH_AFTER_CLAIM")
+    crasher.start()
+    fleet.wait_for_holder(timeout=60)
+    h.wait(
+        lambda: all(any(j.name == run["job"] for j in h.watch.snapshot()) for run in orphans) or None,
+        60,
+        "the claimed run's Job is created after the crash",
+    )
+    _run_for(3)
+    for run in orphans:
+        jobs = [j for j in h.watch.snapshot() if j.name == run["job"]]
+        assert len(jobs) == 1, jobs
+        assert jobs[0].fencing_token != "0-0", "created by a later holder (the Lease changed hands)"
+    _finish(h, "crash-after-claim")
+
+
+def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> None:
+    """SIGSTOP the leader for longer than its lease; the other replica takes over; SIGCONT: the zombie
+    sends no write (Job, status, Event) - proven by the proxy's per-replica request log - and no Job with
+    its stale fencing token was created after it was stopped."""
+    h = harness
+    fleet = h.fleet(2, via_proxy=True)
+    fleet.start()
+    h.create_scheduled_jobs(10, EVERY_2S)
+    zombie = fleet.wait_for_holder(timeout=60)
+    _run_for(3)
+    stale = f"0-{int(fleet.lease().get('leaseTransitions') or 0)}"
+    stopped_at = time.time()
+    zombie.signal(signal.SIGSTOP)
+    h.faults["SIGSTOP leader"] += 1
+    successor = fleet.wait_for_holder(timeout=60, other_than=zombie.identity)
+    _run_for(max(0.0, stopped_at + 2 * LEASE_DURATION - time.time()))
+    resumed_at = time.time()
+    zombie.signal(signal.SIGCONT)
+    _run_for(8)
+    assert fleet.holder() is successor
+    assert h.proxy is not None
+    writes = [
+        r
+        for r in h.proxy.log()
+        if r.listener == zombie.identity and r.at >= resumed_at and r.method in WRITE_METHODS and r.resource != "leases"
+    ]
+    assert not writes, f"the zombie wrote after it resumed: {writes[:10]}"
+    _finish(h, "sigstop-zombie", zombie=(stale, stopped_at))
+
+
+@pytest.mark.parametrize("component", ["kube-apiserver", "etcd"])
+def test_control_plane_restart(harness: Harness, component: str) -> None:
+    h = harness
+    if h.sandbox is None:
+        pytest.skip("restarting control plane processes needs the sandbox")
+    fleet = h.fleet(2)
+    fleet.start()
+    h.create_scheduled_jobs(10, EVERY_2S)
+    fleet.wait_for_holder(timeout=60)
+    for _ in range(2):
+        _run_for(h.random.uniform(4.0, 8.0))
+        h.restart(component, down=3.0)
+    _run_for(6)
+    _finish(h, f"restart-{component}")
+
+
+def test_whole_fleet_down_then_back_catches_up_per_policy(harness: Harness) -> None:
+    h = harness
+    fleet = h.fleet(2)
+    fleet.start()
+    latest = h.create_scheduled_jobs(4, EVERY_5S)
+    all_ = [f"all-{n}" for n in latest]
+    for name in latest:
+        h.cluster.kubectl("get", "sj", name, "-n", h.namespace)
+    h.cluster.apply_many = None
+    template = h.cluster.job_manifest("x")["spec"]
+    for name in all_:
+        h.cluster.apply(
+            {
+                "apiVersion": "sundial.dev/v1alpha1",
+                "kind": "ScheduledJob",
+                "metadata": {"name": name},
+                "spec": {
+                    "schedule": EVERY_5S,
+                    "catchUp": {"policy": "All", "maxRuns": 10},
+                    "jobTemplate": {"spec": template},
+                },
+            },
+            h.namespace,
+        )
+    fleet.wait_for_holder(timeout=60)
+    _run_for(12)
+    for replica in fleet.replicas.values():
+        replica.kill()
+    h.faults["fleet down 25s"] += 1
+    down_at = utcnow()
+    _run_for(25)
+    fleet.start()
+    up_at = utcnow()
+    _run_for(8)
+    h.quiesce()
+    report = h.report("fleet-down")
+    report.assert_clean()
+    gap = int((up_at - down_at) / timedelta(seconds=5))
+    by_name = {a.name: a for a in report.sjs}
+    for name in all_:
+        assert by_name[name].counted_missed == 0, by_name[name]
+    for name in latest:
+        assert by_name[name].counted_missed >= gap - 2, (by_name[name], gap)
+    catch_ups = [j for j in h.watch.snapshot() if j.trigger == "catch-up"]
+    assert catch_ups, "policy All must have caught up the runs of the outage"
+
+
+def test_api_errors_resets_and_latency_through_a_fault_proxy(harness: Harness) -> None:
+    h = harness
+    fleet = h.fleet(2, via_proxy=True)
+    fleet.start()
+    h.create_scheduled_jobs(10, EVERY_2S)
+    fleet.wait_for_holder(timeout=60)
+    assert h.proxy is not None
+    h.proxy.set_faults(Faults(error_5xx=0.06, error_429=0.06, reset_before=0.04, reset_after=0.04, latency=0.1))
+    _run_for(40)
+    h.proxy.clear_faults()
+    _run_for(4)
+    _finish(h, "proxy-faults")
+    assert sum(h.proxy.injected.values()) > 20, h.proxy.injected
