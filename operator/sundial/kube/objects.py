@@ -209,7 +209,7 @@ class ObjectsApi:
             )
         except errors.KubeError as error:
             if error.code == 404:
-                return results.Done()
+                return results.Done(existed=False)
             if error.code == 409:
                 return results.Conflict()
             raise

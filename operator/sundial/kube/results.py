@@ -55,6 +55,9 @@ class Gone:
 class Done:
     """The call did what was asked (or it was already so, e.g. deleting a missing object)."""
 
+    existed: bool = True
+    """False when there was nothing to do (a delete answered 404)."""
+
 
 CreateResult = Created | Adopted | Unexpected | Invalid
 WriteResult = Written | Conflict | Gone

@@ -195,10 +195,13 @@ class Reconciler:
                         return True
                 case actions.DeleteJob():
                     self._lead.check(shard)
-                    await self._retrying(
+                    deleted = await self._retrying(
                         shard,
                         functools.partial(self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid),
                     )
+                    if isinstance(deleted, results.Done) and deleted.existed:
+                        message = f"Deleted job {action.name} ({action.reason})"
+                        await self._event(shard, obj, "Normal", "SuccessfulDelete", message)
                 case actions.EmitEvent():
                     await self._event(shard, obj, action.type.value, action.reason.value, action.message)
                 case actions.DeleteScheduledJob():

@@ -164,11 +164,12 @@ async def test_no_status_change_means_no_write() -> None:
     assert api.calls == []
 
 
-async def test_delete_job_carries_the_uid_precondition() -> None:
+async def test_delete_job_carries_the_uid_precondition_and_reports_successful_delete() -> None:
     api, planner = FakeApi(), FakePlanner([plan(actions.DeleteJob(name="old", uid="u-old", reason="history"))])
     rec, _ = reconciler(api, planner)
     await rec.reconcile(KEY)
-    assert api.calls == ["write@1", "delete:old@u-old"]
+    assert api.calls[:2] == ["write@1", "delete:old@u-old"]
+    assert api.calls[2].endswith("SuccessfulDelete")
 
 
 class CrashedError(Exception):
