@@ -15,6 +15,8 @@ set -euo pipefail
 # The one place the helm version is pinned.
 HELM_VERSION=v3.22.0
 HELM_PACKAGE=helm.sh/helm/v3/cmd/helm
+# Bump when this script changes in a way that must invalidate a cached binary.
+BUILD_RECIPE=2
 
 log() { printf '[helm] %s\n' "$*" >&2; }
 die() { printf '[helm] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -22,8 +24,11 @@ die() { printf '[helm] ERROR: %s\n' "$*" >&2; exit 1; }
 cache_root="${SUNDIAL_CACHE_DIR:-${HOME:?HOME is not set}/.cache/sundial}"
 out_dir="$cache_root/helm/$HELM_VERSION"
 helm_bin="$out_dir/helm"
+stamp="$out_dir/build-info.env"
 
-if [[ -x "$helm_bin" ]]; then
+cached() { [[ -x "$helm_bin" ]] && grep -qx "BUILD_RECIPE=$BUILD_RECIPE" "$stamp" 2>/dev/null; }
+
+if cached; then
   log "cached: $helm_bin"
   printf '%s\n' "$helm_bin"
   exit 0
@@ -48,20 +53,33 @@ if ! flock -n 9; then
   log "another build holds $out_dir/.lock; waiting"
   flock 9
 fi
-if [[ -x "$helm_bin" ]]; then
+if cached; then
   log "cached: $helm_bin"
   printf '%s\n' "$helm_bin"
   exit 0
 fi
 
 start=$SECONDS
+# Like helm's own Makefile: the default Kubernetes version of `helm template` / `helm lint` is the minor
+# version of the k8s.io/client-go that helm is built with (without it helm assumes v1.20).
+go_mod="$("$GO" mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+[[ -f "$go_mod" ]] || die "could not download helm.sh/helm/v3@$HELM_VERSION"
+client_go="$(awk '$1 == "k8s.io/client-go" { print $2; exit }' "$go_mod")"   # e.g. v0.37.0
+k8s_minor="$(cut -d. -f2 <<<"$client_go")"
+[[ "$k8s_minor" =~ ^[0-9]+$ ]] || die "cannot read the k8s.io/client-go version from $go_mod"
+ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+  ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s_minor"
+done
 log "building $HELM_PACKAGE@$HELM_VERSION with $("$GO" env GOVERSION), -p $jobs"
 # `go install pkg@version` builds in module mode from the module's own go.mod and go.sum.
 "$GO" install -p "$jobs" -trimpath \
-  -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+  -ldflags "$ldflags" \
   "$HELM_PACKAGE@$HELM_VERSION"
 mv -f "$GOBIN/helm" "$helm_bin"
 rmdir "$GOBIN" 2>/dev/null || true
 "$helm_bin" version --short >&2
+printf 'HELM_VERSION=%s\nBUILD_RECIPE=%s\nKUBERNETES_MINOR=%s\nGO_VERSION=%s\n' \
+  "$HELM_VERSION" "$BUILD_RECIPE" "$k8s_minor" "$("$GO" env GOVERSION)" > "$stamp"
 log "built in $(( SECONDS - start ))s"
 printf '%s\n' "$helm_bin"

@@ -322,6 +322,21 @@ def test_every_manifest_is_valid_against_the_kubernetes_schemas(rendered: Any) -
         kubernetes_validate.validate(manifest, version, strict=True)
 
 
-def test_notes_render(helm: str) -> None:
-    result = run_helm(helm, "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--dry-run=client")
-    assert "kubectl get sj -A -o wide" in result.stdout
+@pytest.mark.parametrize("values_file", [None, *CI_VALUES], ids=["defaults", *CI_VALUES])
+def test_notes_render(helm: str, tmp_path: Path, values_file: str | None) -> None:
+    # `helm install --dry-run` needs a cluster; render NOTES.txt as an ordinary template of a copy instead.
+    chart = tmp_path / "sundial"
+    shutil.copytree(CHART, chart)
+    notes_text = (chart / "templates" / "NOTES.txt").read_text()
+    (chart / "templates" / "_notes-under-test.tpl").write_text(
+        '{{- define "notes-under-test" -}}\n' + notes_text + "{{- end }}\n"
+    )
+    (chart / "templates" / "notes-under-test.yaml").write_text(
+        'notes: |\n{{ include "notes-under-test" . | indent 2 }}\n'
+    )
+    args = ["template", RELEASE, str(chart), "--namespace", NAMESPACE, "--show-only", "templates/notes-under-test.yaml"]
+    if values_file:
+        args += ["--values", str(CHART / "ci" / values_file)]
+    notes = yaml.safe_load(run_helm(helm, *args).stdout)["notes"]
+    assert "kubectl get sj -A -o wide" in notes
+    assert f"rollout status deployment/{RELEASE}" in notes
