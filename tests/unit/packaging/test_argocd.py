@@ -140,11 +140,7 @@ def run_lua() -> Callable[[str, dict[str, Any]], Any]:
         if lupa.lua_type(value) != "table":
             return value
         items = dict(value.items())
-        if (
-            items
-            and all(isinstance(k, int) for k in items)
-            and sorted(items) == list(range(1, len(items) + 1))
-        ):
+        if items and all(isinstance(k, int) for k in items) and sorted(items) == list(range(1, len(items) + 1)):
             return [to_python(items[i]) for i in range(1, len(items) + 1)]
         return {k: to_python(v) for k, v in items.items()}
 
@@ -223,9 +219,7 @@ HEALTH_CASES: dict[str, tuple[dict[str, Any], str, str]] = {
     "healthy_with_an_active_run": (
         scheduled_job(
             status=ready_status(
-                active=[
-                    {"scheduledTime": "2027-01-15T01:30:00Z", "attempt": 1, "job": "j", "trigger": "schedule"}
-                ]
+                active=[{"scheduledTime": "2027-01-15T01:30:00Z", "attempt": 1, "job": "j", "trigger": "schedule"}]
             )
         ),
         "Healthy",
@@ -234,9 +228,7 @@ HEALTH_CASES: dict[str, tuple[dict[str, Any], str, str]] = {
     "healthy_although_the_last_runs_failed": (
         scheduled_job(
             status=ready_status(
-                recentRuns=[
-                    {"scheduledTime": "2027-01-15T01:30:00Z", "attempts": 3, "result": "DeadLettered"}
-                ],
+                recentRuns=[{"scheduledTime": "2027-01-15T01:30:00Z", "attempts": 3, "result": "DeadLettered"}],
                 pendingRetries=[{"scheduledTime": "2027-01-15T01:30:00Z", "attempt": 2}],
             )
         ),
@@ -313,9 +305,7 @@ HEALTH_CASES: dict[str, tuple[dict[str, Any], str, str]] = {
     ),
     "other_not_ready_reasons_are_not_degraded": (
         scheduled_job(
-            status=with_conditions(
-                ready_status(), condition("Ready", "False", "Pending", "waiting for runAt")
-            )
+            status=with_conditions(ready_status(), condition("Ready", "False", "Pending", "waiting for runAt"))
         ),
         "Healthy",
         r"^Not ready \(Pending: waiting for runAt\)$",
@@ -508,9 +498,7 @@ def test_the_example_applications_install_the_chart_and_a_teams_jobs() -> None:
     assert [a["kind"] for a in apps] == ["Application", "Application"]
     operator = apps[0]["spec"]
     assert operator["source"]["path"] == "charts/sundial"
-    assert (ROOT / operator["source"]["path"] / "Chart.yaml").exists() or not (
-        ROOT / "charts" / "sundial"
-    ).exists()
+    assert (ROOT / operator["source"]["path"] / "Chart.yaml").exists() or not (ROOT / "charts" / "sundial").exists()
     assert "ServerSideApply=true" in operator["syncPolicy"]["syncOptions"]
 
 

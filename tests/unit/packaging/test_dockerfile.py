@@ -145,9 +145,7 @@ def test_the_final_stage_exposes_the_metrics_and_health_ports(final: Stage) -> N
 
 def test_every_runtime_dependency_is_pinned_to_an_exact_version() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    unpinned = [
-        dep for dep in project["dependencies"] if not re.fullmatch(r"[A-Za-z0-9_.\-\[\],]+==[\w.]+", dep)
-    ]
+    unpinned = [dep for dep in project["dependencies"] if not re.fullmatch(r"[A-Za-z0-9_.\-\[\],]+==[\w.]+", dep)]
     assert not unpinned
 
 
