@@ -7,14 +7,14 @@ BIN := $(VENV)/bin
 SANDBOX_DIR ?= .sundial/sandbox
 PYTEST_ARGS ?=
 
-.PHONY: dev test venv controlplane lint typecheck imports unit e2e check-crds clean
+.PHONY: dev test venv controlplane helm lint typecheck imports unit e2e check-crds clean
 
 ## Runs Sundial on a local sandbox cluster with example ScheduledJobs firing (Ctrl-C stops it).
 dev: venv controlplane
 	$(BIN)/sundial dev --dir $(SANDBOX_DIR)
 
 ## The whole test suite: quality gates, unit tests and end-to-end tests on a real control plane.
-test: venv controlplane lint typecheck imports check-crds
+test: venv controlplane helm lint typecheck imports check-crds
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 $(BIN)/python:
@@ -30,6 +30,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, built once and cached outside the repo.
 controlplane:
 	bash tools/controlplane/build.sh
+
+## helm, built once from its Go module and cached outside the repo (the chart tests use it).
+helm:
+	bash tools/helm/build.sh
 
 lint:
 	$(BIN)/ruff check operator tests

@@ -190,12 +190,8 @@ def test_an_invalid_object_cannot_be_built() -> None:
 
 
 def test_manual_and_scheduled_runs_of_the_same_second_have_different_idempotency_keys() -> None:
-    from datetime import UTC, datetime
-
-    from sundial.planner import manifests as m
-
     instant = datetime(2027, 1, 1, tzinfo=UTC)
-    scheduled = m.idempotency_key(uid="u", scheduled_time=instant)
-    manual = m.idempotency_key(uid="u", scheduled_time=instant, manual=True)
+    scheduled = manifests.idempotency_key(uid="u", scheduled_time=instant)
+    manual = manifests.idempotency_key(uid="u", scheduled_time=instant, manual=True)
     assert scheduled != manual
-    assert manual == m.idempotency_key(uid="u", scheduled_time=instant, manual=True)
+    assert manual == manifests.idempotency_key(uid="u", scheduled_time=instant, manual=True)
