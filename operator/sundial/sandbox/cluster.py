@@ -141,6 +141,40 @@ class Sandbox:
             self._processes.stop_all()
             (self.directory / "state.json").unlink(missing_ok=True)
 
+    def stop_component(self, name: str) -> None:
+        """Stop one running component (e.g. ``kube-apiserver``, ``etcd``); its data directory is kept."""
+        if name not in COMPONENTS:
+            raise ValueError(f"unknown component {name!r}; one of {', '.join(COMPONENTS)}")
+        with self._lock():
+            if self._processes.stop(name) is None:
+                raise SandboxError(f"{name} was not started in {self.directory}")
+
+    def start_component(self, name: str, timeout: float = 60.0) -> None:
+        """Start a component stopped by :meth:`stop_component` again, with the same arguments (and data);
+        return once the API server answers ready again."""
+        if name not in COMPONENTS:
+            raise ValueError(f"unknown component {name!r}; one of {', '.join(COMPONENTS)}")
+        state = self._read_state()
+        if state is None:
+            raise SandboxError(f"no running sandbox in {self.directory}")
+        with self._lock():
+            record = self._processes.record(name)
+            if record is None:
+                raise SandboxError(f"{name} was not started in {self.directory}")
+            if not self._processes.alive(record):
+                home = self.directory / "kwok-home" if name == "kwok" else None
+                record = self._processes.start(name, record.argv, env=self._env(home))
+            client = self._client(int(state["ports"]["apiserver"]))
+            self._wait(f"kube-apiserver /readyz after starting {name}", client.healthy, time.monotonic() + timeout,
+                       [record])  # fmt: skip
+
+    def restart_component(self, name: str, down: float = 0.0, timeout: float = 60.0) -> None:
+        """Stop one component, leave it down for DOWN seconds, start it again (same arguments and data)."""
+        self.stop_component(name)
+        if down > 0:
+            time.sleep(down)
+        self.start_component(name, timeout=timeout)
+
     def __enter__(self) -> Sandbox:
         self.start()
         return self

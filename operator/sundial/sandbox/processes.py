@@ -129,6 +129,26 @@ class ProcessTable:
         current = _start_time(record.pid)
         return record.start_time is None or current is None or current == record.start_time
 
+    def record(self, name: str) -> ProcessRecord | None:
+        """The record of NAME, if any."""
+        return next((record for record in self.records() if record.name == name), None)
+
+    def stop(self, name: str, timeout: float = 10.0) -> ProcessRecord | None:
+        """SIGTERM NAME's process group, SIGKILL it after TIMEOUT; keep its record (for a restart)."""
+        record = self.record(name)
+        if record is None or not self.alive(record):
+            return record
+        _signal_group(record.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while self.alive(record) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.alive(record):
+            _signal_group(record.pid, signal.SIGKILL)
+            deadline = time.monotonic() + 5.0
+            while self.alive(record) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return record
+
     def stop_all(self, timeout: float = 10.0) -> None:
         """SIGTERM each recorded live process group, SIGKILL what remains after TIMEOUT; forget all."""
         records = self.records()
