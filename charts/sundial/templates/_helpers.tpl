@@ -91,3 +91,30 @@ app.kubernetes.io/component: operator
 {{- fail "leaderElection: need retryPeriod < renewDeadline < leaseDuration" }}
 {{- end }}
 {{- end }}
+
+{{/* The webhook Service's name. */}}
+{{- define "sundial.webhookServiceName" -}}
+{{- printf "%s-webhook" (include "sundial.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret holding the webhook's serving certificate (tls.crt, tls.key, ca.crt). */}}
+{{- define "sundial.webhookSecretName" -}}
+{{- printf "%s-webhook-tls" (include "sundial.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The DNS names the API server may use for the webhook Service. */}}
+{{- define "sundial.webhookDNSNames" -}}
+{{- $service := include "sundial.webhookServiceName" . }}
+{{- $ns := .Release.Namespace }}
+{{- toJson (list $service (printf "%s.%s" $service $ns) (printf "%s.%s.svc" $service $ns) (printf "%s.%s.svc.cluster.local" $service $ns)) }}
+{{- end }}
+
+{{/* Where the webhook's certificate Secret is mounted in the operator container. */}}
+{{- define "sundial.webhookCertDir" -}}
+/etc/sundial/webhook
+{{- end }}
+
+{{/* kopf serves the handler at /<handler id>: sundial.runtime.admission.WEBHOOK_PATH (a unit test checks). */}}
+{{- define "sundial.webhookPath" -}}
+/validate-scheduledjob
+{{- end }}

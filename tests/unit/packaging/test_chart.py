@@ -9,6 +9,7 @@ at $SUNDIAL_HELM, then in that cache, then on PATH, and skip (saying how to get 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -34,7 +35,7 @@ PASS_THROUGH = {
     "topologySpreadConstraints.[].labelSelector",
 }
 #: Kinds that are not in the Kubernetes OpenAPI schemas (their CRDs come from elsewhere).
-NOT_IN_KUBERNETES_SCHEMAS = {"ServiceMonitor", "PrometheusRule"}
+NOT_IN_KUBERNETES_SCHEMAS = {"ServiceMonitor", "PrometheusRule", "Certificate", "Issuer"}
 
 
 def helm_version_pinned() -> str:
@@ -176,7 +177,10 @@ def test_helm_lint_is_clean(helm: str, values_file: str | None) -> None:
     [
         "unknown=1",
         "image.tag2=x",
-        "webhook.enabled=true",
+        "webhook.failurePolicy=Sometimes",
+        "webhook.timeoutSeconds=31",
+        "webhook.certManager.issuerRef.namespace=x",
+        "webhook.certManager.duration=1y",
         "securityContext.allowPrivilegeEscalation=true",
         "podSecurityContext.runAsNonRoot=false",
         "shards=0",
@@ -267,7 +271,12 @@ def test_the_crds_are_rendered_from_crds(rendered: Any, source_crd: Any) -> None
 def test_namespaced_objects_land_in_the_release_namespace(rendered: Any) -> None:
     values, manifests = rendered
     for m in manifests:
-        if m["kind"] in ("CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"):
+        if m["kind"] in (
+            "CustomResourceDefinition",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ValidatingWebhookConfiguration",
+        ):
             assert "namespace" not in m["metadata"]
         elif m["kind"] in ("Role", "RoleBinding") and not m["metadata"]["name"].endswith("-leader-election"):
             assert m["metadata"]["namespace"] in values["watchNamespaces"]
@@ -282,9 +291,14 @@ def test_optional_objects_follow_their_switches(rendered: Any, checks: Any) -> N
     assert ("ServiceMonitor" in kinds) == metrics["serviceMonitor"]["enabled"]
     assert ("PrometheusRule" in kinds) == metrics["prometheusRule"]["enabled"]
     assert ("PodDisruptionBudget" in kinds) == values["podDisruptionBudget"]["enabled"]
-    assert "ValidatingWebhookConfiguration" not in kinds
+    webhook = values["webhook"]
+    assert ("ValidatingWebhookConfiguration" in kinds) == webhook["enabled"]
+    cert_manager = webhook["enabled"] and webhook["certManager"]["enabled"]
+    assert ("Certificate" in kinds) == cert_manager
+    assert ("Issuer" in kinds) == (cert_manager and not webhook["certManager"]["issuerRef"])
+    assert ("Secret" in kinds) == (webhook["enabled"] and not cert_manager)
     pod_labels = checks.one(manifests, "Deployment")["spec"]["template"]["metadata"]["labels"]
-    service = checks.one(manifests, "Service")
+    service = checks.one(manifests, "Service", f"{RELEASE}-metrics")
     assert set(service["spec"]["selector"].items()) <= set(pod_labels.items())
     if metrics["serviceMonitor"]["enabled"]:
         monitor = checks.one(manifests, "ServiceMonitor")
@@ -340,3 +354,163 @@ def test_notes_render(helm: str, tmp_path: Path, values_file: str | None) -> Non
     notes = yaml.safe_load(run_helm(helm, *args).stdout)["notes"]
     assert "kubectl get sj -A -o wide" in notes
     assert f"rollout status deployment/{RELEASE}" in notes
+
+
+# --- the admission webhook ------------------------------------------------------------------------
+
+
+def _webhook_values(values: dict[str, Any]) -> dict[str, Any]:
+    if not values["webhook"]["enabled"]:
+        pytest.skip("webhook disabled with these values")
+    webhook: dict[str, Any] = values["webhook"]
+    return webhook
+
+
+def test_the_webhook_configuration_points_at_the_path_kopf_serves(rendered: Any, checks: Any) -> None:
+    from sundial.runtime import admission  # noqa: PLC0415
+
+    values, manifests = rendered
+    webhook = _webhook_values(values)
+    configuration = checks.one(manifests, "ValidatingWebhookConfiguration", RELEASE)
+    (hook,) = configuration["webhooks"]
+    service = checks.one(manifests, "Service", f"{RELEASE}-webhook")
+    assert hook["clientConfig"]["service"] == {
+        "name": service["metadata"]["name"],
+        "namespace": NAMESPACE,
+        "path": admission.WEBHOOK_PATH,
+        "port": webhook["servicePort"],
+    }
+    assert hook["rules"] == [
+        {
+            "apiGroups": ["sundial.dev"],
+            "apiVersions": ["v1alpha1"],
+            "resources": ["scheduledjobs"],
+            "operations": list(admission.OPERATIONS),
+            "scope": "Namespaced",
+        }
+    ]
+    assert hook["sideEffects"] == "None"
+    assert hook["admissionReviewVersions"] == ["v1"]
+    assert hook["failurePolicy"] == webhook["failurePolicy"]
+    assert hook["timeoutSeconds"] == webhook["timeoutSeconds"]
+    assert service["spec"]["ports"] == [
+        {"name": "webhook", "port": webhook["servicePort"], "targetPort": "webhook", "protocol": "TCP"}
+    ]
+    pod_labels = checks.one(manifests, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert set(service["spec"]["selector"].items()) <= set(pod_labels.items())
+
+
+def test_the_webhook_never_covers_the_release_namespace(rendered: Any, checks: Any) -> None:
+    values, manifests = rendered
+    webhook = _webhook_values(values)
+    (hook,) = checks.one(manifests, "ValidatingWebhookConfiguration")["webhooks"]
+    expressions = hook["namespaceSelector"]["matchExpressions"]
+    excluded = [e for e in expressions if e["operator"] == "NotIn"]
+    assert excluded == [
+        {
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": [NAMESPACE, *webhook["excludeNamespaces"]],
+        }
+    ]
+    included = [e["values"] for e in expressions if e["operator"] == "In"]
+    assert included == ([values["watchNamespaces"]] if values["watchNamespaces"] else [])
+    assert "objectSelector" not in hook
+
+
+def test_the_operator_serves_the_webhook_with_the_mounted_certificate(rendered: Any, checks: Any) -> None:
+    values, manifests = rendered
+    deployment = checks.one(manifests, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    if not values["webhook"]["enabled"]:
+        assert not [a for a in args if a.startswith("--webhook")]
+        assert "webhook" not in ports
+        assert [v["name"] for v in pod["volumes"]] == ["tmp"]
+        return
+    webhook = values["webhook"]
+    assert ports["webhook"] == webhook["port"]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "webhook-tls")
+    assert mount["readOnly"] is True
+    directory = mount["mountPath"]
+    for flag in (
+        f"--webhook-port={webhook['port']}",
+        "--webhook-addr=0.0.0.0",
+        f"--webhook-host={RELEASE}-webhook.$(POD_NAMESPACE).svc",
+        f"--webhook-cert-file={directory}/tls.crt",
+        f"--webhook-key-file={directory}/tls.key",
+    ):
+        assert flag in args
+    # The chart owns the configuration: kopf must not manage it (that would need RBAC on webhook configurations).
+    assert not [a for a in args if a.startswith("--webhook-managed")]
+    volume = next(v for v in pod["volumes"] if v["name"] == "webhook-tls")
+    assert volume["secret"]["secretName"] == f"{RELEASE}-webhook-tls"
+    if webhook["certManager"]["enabled"]:
+        certificate = checks.one(manifests, "Certificate")
+        assert certificate["spec"]["secretName"] == volume["secret"]["secretName"]
+    else:
+        assert checks.one(manifests, "Secret")["metadata"]["name"] == volume["secret"]["secretName"]
+    checks.run_parser_accepts(args)
+
+
+def test_cert_manager_issues_the_certificate_and_injects_its_ca(helm: str, checks: Any) -> None:
+    manifests = render(helm, None, "webhook.certManager.enabled=true")
+    configuration = checks.one(manifests, "ValidatingWebhookConfiguration")
+    certificate = checks.one(manifests, "Certificate", f"{RELEASE}-webhook")
+    assert configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+        f"{NAMESPACE}/{certificate['metadata']['name']}"
+    )
+    assert "caBundle" not in configuration["webhooks"][0]["clientConfig"]
+    assert "Secret" not in [m["kind"] for m in manifests]
+    service = f"{RELEASE}-webhook"
+    assert f"{service}.{NAMESPACE}.svc" in certificate["spec"]["dnsNames"]
+    issuer = checks.one(manifests, "Issuer", certificate["spec"]["issuerRef"]["name"])
+    assert issuer["spec"] == {"selfSigned": {}}
+    assert certificate["spec"]["issuerRef"]["kind"] == "Issuer"
+    external = render(helm, "webhook-cert-manager-values.yaml")
+    assert "Issuer" not in [m["kind"] for m in external]
+    assert checks.one(external, "Certificate")["spec"]["issuerRef"] == {
+        "name": "internal-ca",
+        "kind": "ClusterIssuer",
+        "group": "cert-manager.io",
+    }
+
+
+def test_the_generated_certificate_is_signed_by_the_ca_bundle_for_the_service(
+    helm: str, checks: Any, tmp_path: Path
+) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not on PATH")
+    manifests = render(helm)
+    secret = checks.one(manifests, "Secret", f"{RELEASE}-webhook-tls")
+    assert secret["type"] == "kubernetes.io/tls"
+    (hook,) = checks.one(manifests, "ValidatingWebhookConfiguration")["webhooks"]
+    assert hook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    for key in ("ca.crt", "tls.crt", "tls.key"):
+        (tmp_path / key).write_bytes(base64.b64decode(secret["data"][key]))
+    verify = subprocess.run(
+        [openssl, "verify", "-CAfile", str(tmp_path / "ca.crt"), str(tmp_path / "tls.crt")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert verify.returncode == 0, verify.stderr
+    names = subprocess.run(
+        [openssl, "x509", "-noout", "-ext", "subjectAltName", "-in", str(tmp_path / "tls.crt")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"DNS:{RELEASE}-webhook.{NAMESPACE}.svc" in names
+    # Without a cluster every rendering generates a new CA; on a cluster `lookup` reuses the Secret's (e2e test).
+
+
+def test_the_webhook_needs_no_rbac(rendered: Any) -> None:
+    _, manifests = rendered
+    for m in manifests:
+        for rule in m.get("rules") or []:
+            assert "admissionregistration.k8s.io" not in rule.get("apiGroups", []), m["metadata"]["name"]
+            assert "certificates.k8s.io" not in rule.get("apiGroups", []), m["metadata"]["name"]
