@@ -251,7 +251,10 @@ class Report:
         return sum(len(s.lost) for s in self.sjs)
 
     def table(self) -> str:
-        faults = ", ".join(f"{k}={v}" for k, v in sorted(self.faults.items())) or "none"
+        faults = [f"{k}={v}" for k, v in sorted(self.faults.items())] or ["none"]
+        fault_rows = [
+            ("faults injected" if i == 0 else "", ", ".join(faults[i : i + 3])) for i in range(0, len(faults), 3)
+        ]
         rows = [
             ("scenario", self.scenario),
             ("ScheduledJobs", str(len(self.sjs))),
@@ -261,7 +264,7 @@ class Report:
             ("runs missed (counted)", str(self.missed)),
             ("runs lost", str(self.lost)),
             ("(run, attempt) duplicated", str(self.duplicated)),
-            ("faults injected", faults),
+            *fault_rows,
             ("lag p50 / p99 / max (ADDED received)", _lags(self.lags_received)),
             ("lag p99 / max (creationTimestamp, 1 s)", _lags(self.lags_created, p50=False)),
             ("auditor watch breaks", str(self.watch_breaks)),

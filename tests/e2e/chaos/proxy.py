@@ -50,6 +50,8 @@ class Request:
     path: str
     outcome: str
     """``forwarded``, ``503``, ``429``, ``reset-before``, ``reset-after``, …"""
+    status: int = 0
+    """The API server's response code for forwarded requests (0: none seen)."""
 
     @property
     def is_write(self) -> bool:
@@ -134,9 +136,10 @@ class FaultProxy:
 
     # -- the proxy (in its own loop) ----------------------------------------------------------------
 
-    def _record(self, name: str, method: str, path: str, outcome: str) -> None:
+    def _record(self, name: str, method: str, path: str, outcome: str, *, at: float | None = None,
+                status: int = 0) -> None:  # fmt: skip
         with self._lock:
-            self.requests.append(Request(name, time.time(), method, path, outcome))
+            self.requests.append(Request(name, at or time.time(), method, path, outcome, status))
             if outcome not in ("forwarded", "client-gone", "upstream-down"):
                 self.injected[outcome] += 1
 
@@ -215,14 +218,21 @@ class FaultProxy:
                 self._record(name, method, target, "upstream-down")
                 writer.transport.abort()
                 return
-            self._record(name, method, target, fault or "forwarded")
+            sent_at = time.time()
             upstream_writer.write(b"\r\n".join([lines[0], *headers, b"Connection: close"]) + b"\r\n\r\n" + body)
             await upstream_writer.drain()
+            first = await upstream_reader.read(1 << 16)
+            status = 0
+            with contextlib.suppress(ValueError, IndexError):
+                status = int(first.split(b" ", 2)[1])
+            self._record(name, method, target, fault or "forwarded", at=sent_at, status=status)
             if fault == "reset-after":
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(upstream_reader.read(), timeout=30)
                 writer.transport.abort()
                 return
+            writer.write(first)
+            await writer.drain()
             await self._pump(upstream_reader, writer, reader)
         except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError, OSError, ValueError):
             with contextlib.suppress(Exception):
