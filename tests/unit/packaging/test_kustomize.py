@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -130,3 +131,88 @@ def test_the_metrics_service_and_monitor_select_the_operator(
     rule = checks.one(prometheus, "PrometheusRule")
     alerts = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]}
     assert alerts >= {"SundialRunsDeadLettered", "SundialRunsMissed", "SundialScheduleLagHigh", "SundialNoLeaseHolder"}
+
+
+# --- config/webhook: the admission webhook as a Component ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def with_webhook(checks: Any, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    # kustomize refuses absolute roots: an overlay in a temporary directory names config/ relatively.
+    overlay = tmp_path_factory.mktemp("overlay")
+    config = Path(os.path.relpath(ROOT / "config", overlay))
+    (overlay / "kustomization.yaml").write_text(
+        f"resources: [{config / 'default'}]\ncomponents: [{config / 'webhook'}]\n"
+    )
+    return checks.load_all(kustomize(overlay))
+
+
+def test_the_webhook_is_optional_in_default(default: list[dict[str, Any]]) -> None:
+    text = (ROOT / "config" / "default" / "kustomization.yaml").read_text()
+    assert "#   - ../webhook" in text
+    assert "ValidatingWebhookConfiguration" not in [m["kind"] for m in default]
+
+
+def test_the_webhook_component_adds_service_certificate_and_configuration(
+    with_webhook: list[dict[str, Any]], default: list[dict[str, Any]], checks: Any
+) -> None:
+    from sundial.runtime import admission  # noqa: PLC0415
+
+    added = sorted(m["kind"] for m in with_webhook)
+    for m in default:
+        added.remove(m["kind"])
+    assert added == ["Certificate", "Issuer", "Service", "ValidatingWebhookConfiguration"]
+    configuration = checks.one(with_webhook, "ValidatingWebhookConfiguration", "sundial")
+    (hook,) = configuration["webhooks"]
+    service = checks.one(with_webhook, "Service", "sundial-webhook")
+    assert hook["clientConfig"]["service"] == {
+        "name": "sundial-webhook",
+        "namespace": NAMESPACE,
+        "path": admission.WEBHOOK_PATH,
+        "port": service["spec"]["ports"][0]["port"],
+    }
+    assert "caBundle" not in hook["clientConfig"]
+    assert hook["rules"][0]["operations"] == list(admission.OPERATIONS)
+    assert hook["rules"][0]["resources"] == ["scheduledjobs"]
+    assert (hook["sideEffects"], hook["failurePolicy"]) == ("None", "Fail")
+    assert hook["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [NAMESPACE]}
+    ]
+    certificate = checks.one(with_webhook, "Certificate", "sundial-webhook")
+    assert configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/sundial-webhook"
+    assert f"sundial-webhook.{NAMESPACE}.svc" in certificate["spec"]["dnsNames"]
+    issuer = checks.one(with_webhook, "Issuer", certificate["spec"]["issuerRef"]["name"])
+    assert issuer["metadata"]["namespace"] == NAMESPACE
+    assert "namespace" not in configuration["metadata"]
+
+
+def test_the_webhook_component_configures_the_operator(with_webhook: list[dict[str, Any]], checks: Any) -> None:
+    deployment = checks.one(with_webhook, "Deployment", "sundial-operator")
+    checks.restricted_pod(deployment)
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert "--webhook-port=" + str(ports["webhook"]) in container["args"]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "webhook-tls")
+    assert mount["readOnly"] is True
+    assert f"--webhook-cert-file={mount['mountPath']}/tls.crt" in container["args"]
+    assert f"--webhook-key-file={mount['mountPath']}/tls.key" in container["args"]
+    assert not [a for a in container["args"] if a.startswith("--webhook-managed")]
+    volume = next(v for v in pod["volumes"] if v["name"] == "webhook-tls")
+    certificate = checks.one(with_webhook, "Certificate")
+    assert volume["secret"]["secretName"] == certificate["spec"]["secretName"]
+    service = checks.one(with_webhook, "Service", "sundial-webhook")
+    assert set(service["spec"]["selector"].items()) <= set(pod_labels(deployment).items())
+    assert service["spec"]["ports"][0]["targetPort"] == "webhook"
+    checks.run_parser_accepts(container["args"])
+
+
+def test_the_webhook_component_needs_no_more_rbac(with_webhook: list[dict[str, Any]], checks: Any) -> None:
+    cluster_role = checks.one(with_webhook, "ClusterRole", "sundial-operator")
+    assert checks.grants(cluster_role["rules"]) == {k: set(v) for k, v in checks.operator_rules.items()}
+    checks.no_wildcards_or_sensitive_access(with_webhook)
+
+
+def pod_labels(deployment: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = deployment["spec"]["template"]["metadata"]["labels"]
+    return labels
