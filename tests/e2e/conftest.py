@@ -355,17 +355,20 @@ class OperatorLauncher:
         log_format: str = "json",
         wait_ready: bool = True,
         ready_timeout: float = 60.0,
+        kubeconfig: Path | None = None,
     ) -> Operator:
         """Start ``python -m sundial run``. NAMESPACES: the ``--namespace`` flags; ``()`` = cluster-wide.
         LEASE_PREFIX: default a fresh one (replicas that should compete for one Lease pass the same).
-        EXTRA_ARGS go last (e.g. ``"--lease-duration", "4"``). With WAIT_READY, returns once /readyz is 200."""
+        EXTRA_ARGS go last (e.g. ``"--lease-duration", "4"``). With WAIT_READY, returns once /readyz is 200.
+        KUBECONFIG: the operator's credentials (default the cluster's admin kubeconfig), e.g. a
+        ServiceAccount token to run under an install's RBAC."""
         index = len(self.started)
         identity = identity or f"e2e-operator-{index}-{uuid.uuid4().hex[:4]}"
         prefix = lease_prefix or f"e2e-{uuid.uuid4().hex[:6]}"
         metrics_port, health_port = free_port(), free_port()
         command = [
             sys.executable, "-m", "sundial", "run",
-            "--kubeconfig", str(self.cluster.kubeconfig),
+            "--kubeconfig", str(kubeconfig or self.cluster.kubeconfig),
             "--lease-namespace", lease_namespace,
             "--lease-name-prefix", prefix,
             "--identity", identity,
