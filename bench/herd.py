@@ -1,0 +1,226 @@
+"""herd (and cost): N objects all due at the same instant, per contender, on one fresh sandbox.
+
+Contenders, in this order, each in its own namespaces (deleted before the next one starts):
+``raw`` (N Job creates from a tight concurrent client at the nominal instant: the API server's limit),
+``sundial`` (the operator), ``cronjob-default`` (CronJobs under the controller manager's default client QPS
+20/burst 30), ``cronjob-raised`` (the controller manager restarted with Sundial's QPS/burst).
+Lag = the independent watcher's receive time of a Job's ADDED event - the Job's nominal time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import signal
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import env
+from bench.kube import Api, cj_path, credentials, cron_job, job_path, plain_job, scheduled_job, sj_path
+from bench.stats import summary
+
+KCM_DEFAULT = ("--kube-api-qps=20", "--kube-api-burst=30")  # the controller manager's defaults, made explicit
+
+
+def minute_after(seconds: float) -> datetime:
+    """The first whole minute at least SECONDS from now (UTC)."""
+    target = math.ceil((time.time() + seconds) / 60) * 60
+    return datetime.fromtimestamp(target, UTC)
+
+
+def fixed_cron(at: datetime) -> str:
+    return f"{at.minute} {at.hour} {at.day} {at.month} *"
+
+
+def lags(records: list[dict[str, Any]], namespaces: set[str]) -> tuple[list[float], list[dict[str, Any]]]:
+    mine = [r for r in records if r["namespace"] in namespaces and r.get("nominal")]
+    return [r["received"] - env.parse_rfc3339(r["nominal"]) for r in mine], mine
+
+
+async def wait_until(at: float) -> None:
+    while (remaining := at - time.time()) > 0:
+        await asyncio.sleep(min(remaining, 0.5) if remaining > 0.05 else remaining)
+
+
+async def settle(api: Api, quiet: float = 5.0, limit: float = 90.0) -> float:
+    """Wait until the API server's write counters (Leases and Events aside) stop moving for QUIET seconds."""
+    start, last, since = time.monotonic(), -1.0, time.monotonic()
+    while time.monotonic() - start < limit:
+        counts = env.parse_requests(await api.text("/metrics"))
+        writes = sum(
+            v
+            for (verb, resource, _), v in counts.items()
+            if verb in ("POST", "PUT", "PATCH", "DELETE") and resource not in ("coordination.k8s.io/leases", "events")
+        )
+        if writes != last:
+            last, since = writes, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            break
+        await asyncio.sleep(1.0)
+    return time.monotonic() - start
+
+
+class Herd:
+    def __init__(
+        self,
+        *,
+        out: Path,
+        n: int,
+        namespaces: int,
+        operator_args: list[str],
+        kcm_raised: list[str],
+        contenders: list[str],
+        profile: bool = False,
+        settle_writes: bool = False,
+        name: str = "herd",
+    ) -> None:
+        self.out, self.n, self.k = out, n, namespaces
+        self.operator_args, self.kcm_raised, self.contenders = operator_args, kcm_raised, contenders
+        self.profile, self.settle_writes, self.name = profile, settle_writes, name
+
+    def run(self) -> dict[str, Any]:
+        self.out.mkdir(parents=True, exist_ok=True)
+        cluster = env.BenchCluster(self.name)
+        try:
+            return asyncio.run(self._run(cluster))
+        finally:
+            cluster.close()
+
+    async def _run(self, cluster: env.BenchCluster) -> dict[str, Any]:
+        watch = env.JobWatch(cluster.kubeconfig, self.out / f"{self.name}-jobs.jsonl")
+        creds = credentials(cluster.kubeconfig)
+        results: dict[str, Any] = {"n": self.n, "namespaces": self.k, "contenders": {}}
+        try:
+            async with Api(creds, connections=100) as api:
+                for contender in self.contenders:
+                    print(f"[{self.name}] {contender}: n={self.n} load={env.load()}", flush=True)
+                    result = await self._contender(cluster, api, watch, contender)
+                    results["contenders"][contender] = result
+                    print(f"[{self.name}] {contender}: {_brief(result)}", flush=True)
+        finally:
+            watch.close()
+        return results
+
+    async def _contender(
+        self, cluster: env.BenchCluster, api: Api, watch: env.JobWatch, contender: str
+    ) -> dict[str, Any]:
+        namespaces = [f"{self.name}-{contender}-{i:02d}" for i in range(self.k)]
+        await api.namespaces(namespaces)
+        names = [(namespaces[i % self.k], f"{contender[:4]}-{i:05d}") for i in range(self.n)]
+        operator: env.Operator | None = None
+        profiler: subprocess.Popen[bytes] | None = None
+        result: dict[str, Any] = {"load_before": env.load()}
+        setup_start = time.monotonic()
+        if contender == "raw":
+            nominal = datetime.fromtimestamp(math.ceil(time.time() + 3), UTC)
+        else:
+            nominal = minute_after(25 + self.n / 40)
+        at = nominal.timestamp()
+        stamp = nominal.strftime("%Y-%m-%dT%H:%M:%SZ")
+        cron = fixed_cron(nominal)
+        if contender == "sundial":
+            operator = env.start_operator(cluster.kubeconfig, self.out, *self.operator_args, identity="herd")
+            result["ready_seconds"] = round(operator.wait_ready(), 2)
+            result["create_seconds"] = round(
+                await api.create_many(((sj_path(ns), scheduled_job(name, cron)) for ns, name in names)), 2
+            )
+            deadline = time.monotonic() + 120
+            while operator.metric("sundial_due_index_size") < self.n and time.monotonic() < deadline:
+                await asyncio.sleep(0.5)
+            result["indexed"] = operator.metric("sundial_due_index_size")
+        elif contender.startswith("cronjob"):
+            flags = list(KCM_DEFAULT) if contender == "cronjob-default" else self.kcm_raised
+            if cluster.kcm_flags != flags:
+                cluster.restart_kcm(flags)
+            result["kcm_flags"] = flags
+            result["create_seconds"] = round(
+                await api.create_many(((cj_path(ns), cron_job(name, cron)) for ns, name in names)), 2
+            )
+        result["setup_seconds"] = round(time.monotonic() - setup_start, 2)
+        result["slack_seconds"] = round(at - time.time(), 2)  # < 0: the setup ran past the nominal time
+        if self.profile and operator is not None:
+            profiler = subprocess.Popen(
+                ["py-spy", "record", "--pid", str(operator.pid), "--rate", "50", "--format", "raw",
+                 "--output", str(self.out / f"{self.name}-profile.txt"), "--nonblocking"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+        await wait_until(at - 1.0)
+        before = env.parse_requests(await api.text("/metrics"))
+        cpu_pids = {"kcm": cluster.pid(env.KCM), "apiserver": cluster.pid("kube-apiserver")}
+        if operator is not None:
+            cpu_pids["operator"] = operator.pid
+        cpu_before = {k: env.cpu_seconds(p) for k, p in cpu_pids.items()}
+        result["load_at_nominal"] = env.load()
+        if contender == "raw":
+            raw_api = Api(creds_of(api), connections=200, user_agent="bench-raw")
+            bodies = [(job_path(ns), plain_job(name, stamp)) for ns, name in names]
+            async with raw_api:
+                await wait_until(at)
+                result["client_seconds"] = round(await raw_api.create_many(bodies, concurrency=200), 3)
+        timeout = max(120.0, self.n * 0.35)
+        wanted = set(namespaces)
+        count = 0
+        while time.time() - at < timeout:
+            count = sum(1 for r in watch.records() if r["namespace"] in wanted)
+            if count >= self.n:
+                break
+            await asyncio.sleep(0.5)
+        result["load_after"] = env.load()
+        cpu_after = {k: env.cpu_seconds(p) for k, p in cpu_pids.items()}
+        result["cpu_seconds"] = {k: round(cpu_after[k] - cpu_before[k], 2) for k in cpu_pids}
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait(30)
+        if self.settle_writes:
+            result["settle_seconds"] = round(await settle(api), 1)
+        if operator is not None:
+            result["operator_lag_histogram_count"] = operator.metric("sundial_schedule_lag_seconds_count")
+            result["operator_api_requests"] = _operator_requests(operator.metrics())
+            operator.stop()
+        after = env.parse_requests(await api.text("/metrics"))
+        result["apiserver_requests"] = {"|".join(k): v for k, v in sorted(env.delta(after, before).items())}
+        values, mine = lags(watch.records(), wanted)
+        result["nominal"] = stamp
+        result["jobs_seen"] = len(mine)
+        result["missing"] = self.n - len({(r["namespace"], r["name"]) for r in mine})
+        result["lag"] = summary(values)
+        result["lags"] = [round(v, 3) for v in sorted(values)]
+        result["time_to_last_job"] = round(max(values), 3) if values else None
+        result["time_to_first_job"] = round(min(values), 3) if values else None
+        if contender.startswith("cronjob"):
+            await _delete_all(api, namespaces, cj_path)
+        result["cleanup_seconds"] = round(await api.delete_namespaces(namespaces), 1)
+        return result
+
+
+async def _delete_all(api: Api, namespaces: list[str], path: Any) -> None:
+    for ns in namespaces:
+        with contextlib.suppress(Exception):  # best effort before the namespace goes
+            await api.call("DELETE", path(ns))
+
+
+def creds_of(api: Api) -> Any:
+    return api.creds
+
+
+def _operator_requests(text: str) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("sundial_api_requests_total{"):
+            labels_text, value = line[len("sundial_api_requests_total{") :].rsplit("} ", 1)
+            labels = {k: v.strip('"') for k, v in (p.split("=", 1) for p in labels_text.split('",') if "=" in p)}
+            key = f"{labels.get('verb')}|{labels.get('resource')}|{labels.get('code')}"
+            totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
+
+
+def _brief(result: dict[str, Any]) -> str:
+    lag = result.get("lag", {})
+    return (
+        f"seen={result.get('jobs_seen')} missing={result.get('missing')} p50={lag.get('p50')} p99={lag.get('p99')} "
+        f"last={result.get('time_to_last_job')} slack={result.get('slack_seconds')} load={result.get('load_after')}"
+    )

@@ -1,0 +1,90 @@
+"""The five scenarios and their sizes. Each runs on its own fresh sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.herd import Herd
+
+#: Sundial's client settings for the herd (and the controller manager's "raised" QPS matches them).
+SUNDIAL_QPS = 500
+SUNDIAL_BURST = 1000
+
+SIZES: dict[str, dict[str, Any]] = {
+    "smoke": {
+        "herd_n": 100, "herd_namespaces": 4, "steady_m": 50, "steady_minutes": 1, "scale_n": 500,
+        "cost_n": 100, "failover_objects": 5, "idle_seconds": 10,
+    },
+    "small": {
+        "herd_n": 300, "herd_namespaces": 10, "steady_m": 100, "steady_minutes": 2, "scale_n": 2000,
+        "cost_n": 200, "failover_objects": 10, "idle_seconds": 20,
+    },
+    "full": {
+        "herd_n": 2000, "herd_namespaces": 20, "steady_m": 1000, "steady_minutes": 10, "scale_n": 50000,
+        "cost_n": 500, "failover_objects": 20, "idle_seconds": 60,
+    },
+}  # fmt: skip
+
+
+def operator_args(qps: int = SUNDIAL_QPS, burst: int = SUNDIAL_BURST, concurrency: int = 64) -> list[str]:
+    return ["--qps", str(qps), "--burst", str(burst), "--max-concurrency", str(concurrency)]
+
+
+def kcm_raised(qps: int = SUNDIAL_QPS, burst: int = SUNDIAL_BURST) -> list[str]:
+    return [f"--kube-api-qps={qps}", f"--kube-api-burst={burst}"]
+
+
+def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) -> dict[str, Any]:
+    if name == "herd":
+        contenders = str(params.get("herd_contenders", "raw,sundial,cronjob-default,cronjob-raised")).split(",")
+        return Herd(
+            out=out,
+            n=params["herd_n"],
+            namespaces=params["herd_namespaces"],
+            operator_args=operator_args(),
+            kcm_raised=kcm_raised(),
+            contenders=contenders,
+            profile=profile,
+        ).run()
+    if name == "cost":
+        result = Herd(
+            out=out,
+            n=params["cost_n"],
+            namespaces=params["herd_namespaces"],
+            operator_args=operator_args(),
+            kcm_raised=kcm_raised(),
+            contenders=["raw", "sundial", "cronjob-default"],
+            settle_writes=True,
+            name="cost",
+        ).run()
+        return cost_summary(result)
+    raise ValueError(f"unknown scenario {name}")
+
+
+def cost_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """API requests per successful run, by verb and resource: the contender's API server deltas, and what it
+    adds over the raw client (which only POSTs the Jobs; the controller manager's Job controller, pods and GC
+    answer both the same way)."""
+    n = result["n"]
+    raw = result["contenders"]["raw"]["apiserver_requests"]
+    per_run: dict[str, Any] = {}
+    for contender, data in result["contenders"].items():
+        seen = max(1, data["jobs_seen"])
+        deltas = data["apiserver_requests"]
+        extra = {k: round((v - raw.get(k, 0.0)) / seen, 3) for k, v in deltas.items()}
+        extra = {k: v for k, v in extra.items() if abs(v) >= 0.01}
+        if contender != "raw":
+            extra["POST|batch/jobs|"] = round(extra.get("POST|batch/jobs|", 0.0) + 1.0, 3)  # its own Job create
+        writes = sum(
+            v
+            for k, v in extra.items()
+            if k.split("|")[0] in ("POST", "PUT", "PATCH", "DELETE") and "coordination.k8s.io/leases" not in k
+        )
+        per_run[contender] = {"requests_per_run": dict(sorted(extra.items())), "writes_per_run": round(writes, 2)}
+        if contender == "sundial":
+            own = data.get("operator_api_requests", {})
+            per_run[contender]["operator_own_counters_per_run"] = {k: round(v / seen, 3) for k, v in own.items()}
+    result["per_run"] = per_run
+    result["n"] = n
+    return result
