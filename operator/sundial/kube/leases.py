@@ -232,6 +232,8 @@ class LeaseElector:
         self._renewed_at: float | None = None  # monotonic time before the last successful renewal
         self._observed: LeaseRecord | None = None  # another holder's record, as last seen
         self._observed_at = 0.0
+        self.terms = 0
+        """Incremented each time holding starts (again): after an acquisition, or a renewal past the deadline."""
 
     @property
     def holding(self) -> bool:
@@ -247,6 +249,8 @@ class LeaseElector:
         self._renewed_at = None
 
     def _won(self, record: LeaseRecord, started: float) -> bool:
+        if not self.holding:
+            self.terms += 1
         self._record = record
         self._renewed_at = started
         return True

@@ -124,10 +124,12 @@ class Leadership:
         self._sharding = sharding
         self._clock = clock
         self._reported = [False] * len(self._electors)
+        self._terms = [0] * len(self._electors)
         self._members: dict[str, _Seen] = {}
         self._assignment: tuple[str, ...] = ()
         self._mine: frozenset[int] = frozenset()
         self._assigned_at: dict[int, float] = {}
+        self._waiting: set[int] = set()
         self._handoffs: dict[int, asyncio.Task[None]] = {}
         self._first_step = True
 
@@ -263,8 +265,9 @@ class Leadership:
             self._assignment = new
             self._mine = mine
         self._first_step = False
-        for shard in self._mine:
-            self._assigned_at.setdefault(shard, started)
+        for shard in self._mine - self._waiting:
+            self._assigned_at[shard] = started  # newly assigned: the acquire phase of a handoff starts
+        self._waiting = set(self._mine)
         for shard in list(self._assigned_at):
             if shard not in self._mine:
                 del self._assigned_at[shard]
@@ -302,12 +305,20 @@ class Leadership:
         now = self._clock()
         for shard, elector in enumerate(self._electors):
             held = elector.holding
-            if held == self._reported[shard]:
+            lapsed = held and self._reported[shard] and elector.terms != self._terms[shard]
+            self._terms[shard] = elector.terms
+            if lapsed:
+                # Renewed only after the renew deadline had passed: passes that ran meanwhile saw
+                # acting() False and dropped their keys. Report it as lost and held again, so that every
+                # object of the shard is planned again.
+                logger.warning("shard %d: renewal came after the renew deadline; acting was paused", shard)
+                self._on_change(shard, False)
+            elif held == self._reported[shard]:
                 continue
             self._reported[shard] = held
             logger.info("shard %d lease %s", shard, "held" if held else "lost")
             if held and self._sharding is not None:
-                since = self._assigned_at.get(shard)
+                since = self._assigned_at.pop(shard, None)
                 if since is not None and self._sharding.metrics is not None:
                     self._sharding.metrics.shard_handoff.labels(phase="acquire").observe(max(now - since, 0.0))
             self._on_change(shard, held)

@@ -237,3 +237,20 @@ async def test_in_flight_counts_per_shard_and_drains() -> None:
         assert not waiter.done() and flights.busy(3) == 1
     await waiter
     assert flights.busy(3) == 0
+
+
+async def test_a_renewal_after_the_renew_deadline_is_reported_so_the_shard_is_planned_again() -> None:
+    """Passes that ran while acting() was False dropped their keys; a lost/held pair makes the process
+    touch every object of the shard again, even though no step ever saw the shard not held."""
+    api, clock = FakeLeases(), Clock()
+    changes: list[tuple[int, bool]] = []
+    a = replica(api, clock, "replica-a")
+    a.leadership._on_change = lambda shard, held: changes.append((shard, held))
+    await rounds([a], clock, 1)
+    assert changes == [(s, True) for s in range(SHARDS)]
+    changes.clear()
+    clock.now += DEADLINE + 0.5  # the event loop stalled: no step in time
+    assert not a.leadership.acting(0)
+    await a.leadership.step()
+    assert a.leadership.held() == SHARDS
+    assert changes == [change for s in range(SHARDS) for change in ((s, False), (s, True))]
