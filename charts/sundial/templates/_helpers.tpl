@@ -51,15 +51,6 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
-{{/* The shard Lease names: <prefix>-shard-0 .. <prefix>-shard-<shards-1>, as a YAML flow list. */}}
-{{- define "sundial.leaseNames" -}}
-{{- $names := list }}
-{{- range $i := until (int .Values.shards) }}
-{{- $names = append $names (printf "%s-shard-%d" $.Values.leaderElection.leaseNamePrefix $i) }}
-{{- end }}
-{{- toJson $names }}
-{{- end }}
-
 {{/* The operator's API access (everything but Leases), shared by the ClusterRole and the namespaced Roles. */}}
 {{- define "sundial.operatorRules" -}}
 # Watch ScheduledJobs; delete one-offs after ttlSecondsAfterFinished. Never update or patch them: the

@@ -10,6 +10,10 @@
   filter is client-side only in kopf, so it is kept merely as a second guard.
 * Event posting is off (``settings.posting.enabled = False``): kopf posts no log lines as Events; our
   Events are explicit API calls. Peering is off (standalone): Leases coordinate replicas.
+* Cluster scanning is off (``settings.scanning.disabled = True``): kopf would otherwise LIST/WATCH
+  CustomResourceDefinitions and Namespaces cluster-wide to follow CRD and namespace-pattern changes, which
+  the shipped RBAC does not grant (and namespaced installs must not need). ``--namespace`` values are exact
+  names; the resources are discovered once at startup, so the CRD must exist before the operator starts.
 * An explicit ``@kopf.on.login`` gives kopf the same credentials as our own client.
 """
 
@@ -52,12 +56,13 @@ async def connection_info(configuration: Any) -> Any:
 
 
 def operator_settings() -> Any:
-    """kopf settings: no Event posting, no peering, server-side Job label selector."""
+    """kopf settings: no Event posting, no peering, no cluster scanning, server-side Job label selector."""
     settings = kopf.OperatorSettings()
     settings.posting.enabled = False
     settings.posting.loggers = False
     settings.peering.standalone = True
     settings.peering.mandatory = False
+    settings.scanning.disabled = True
     settings.watching.label_selectors["batch", "v1", "jobs"] = names.SCHEDULED_JOB_LABEL
     settings.watching.inactivity_timeout = 70.0
     settings.queueing.worker_limit = None

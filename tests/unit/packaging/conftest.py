@@ -65,16 +65,14 @@ def assert_no_wildcards_or_sensitive_access(manifests: Iterable[Manifest]) -> No
                 assert not resource.startswith("secrets"), where
 
 
-def assert_lease_role(role: Manifest, *, namespace: str, lease_names: list[str]) -> None:
+def assert_lease_role(role: Manifest, *, namespace: str) -> None:
+    """Leases in the operator's namespace only: shard Leases and per-replica member Leases (whose names derive
+    from pod names, so no resourceNames), listed for member discovery, stale members deleted. No watch."""
     assert role["metadata"]["namespace"] == namespace
-    rules = role["rules"]
-    assert all(r["apiGroups"] == ["coordination.k8s.io"] and r["resources"] == ["leases"] for r in rules)
-    unscoped = [r for r in rules if not r.get("resourceNames")]
-    scoped = [r for r in rules if r.get("resourceNames")]
-    assert [sorted(r["verbs"]) for r in unscoped] == [["create"]]
-    assert len(scoped) == 1
-    assert sorted(scoped[0]["verbs"]) == ["get", "update"]
-    assert scoped[0]["resourceNames"] == lease_names
+    (rule,) = role["rules"]
+    assert rule["apiGroups"] == ["coordination.k8s.io"]
+    assert rule["resources"] == ["leases"]
+    assert sorted(rule["verbs"]) == ["create", "delete", "get", "list", "update"]
 
 
 def assert_restricted_pod(deployment: Manifest) -> None:

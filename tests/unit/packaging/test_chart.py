@@ -248,11 +248,13 @@ def test_rbac_is_least_privilege(rendered: Any, checks: Any) -> None:
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": service_account, "namespace": NAMESPACE}]
 
 
-def test_the_leader_election_role_is_scoped_to_this_releases_leases(rendered: Any, checks: Any) -> None:
+def test_the_leader_election_role_is_confined_to_the_release_namespace(rendered: Any, checks: Any) -> None:
     values, manifests = rendered
     prefix = values["leaderElection"]["leaseNamePrefix"]
     role = checks.one(manifests, "Role", f"{RELEASE}-leader-election")
-    checks.lease_role(role, namespace=NAMESPACE, lease_names=[f"{prefix}-shard-{i}" for i in range(values["shards"])])
+    checks.lease_role(role, namespace=NAMESPACE)
+    (container,) = checks.one(manifests, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert f"--lease-name-prefix={prefix}" in container["args"]
 
 
 def test_the_crds_are_rendered_from_crds(rendered: Any, source_crd: Any) -> None:

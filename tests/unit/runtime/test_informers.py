@@ -21,6 +21,11 @@ def test_jobs_are_selected_by_label_on_the_server_and_scheduled_jobs_are_not_fil
     assert list(settings.watching.label_selectors.collect(SCHEDULED_JOBS)) == []
 
 
+def test_kopf_does_not_scan_crds_or_namespaces_which_the_shipped_rbac_does_not_grant() -> None:
+    settings = informers.operator_settings()
+    assert settings.scanning.disabled is True
+
+
 def test_no_event_posting_and_no_peering() -> None:
     settings = informers.operator_settings()
     assert settings.posting.enabled is False
