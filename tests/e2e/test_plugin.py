@@ -1,0 +1,174 @@
+"""``kubectl-sundial`` (issue 7 item 6) against a real API server with an operator running.
+
+The plugin is the installed executable (``.venv/bin/kubectl-sundial``, next to this interpreter); it drives
+``kubectl`` itself and gets ``--kubeconfig`` like kubectl would pass it. One operator for the module, one
+namespace per test; every wait polls with a deadline.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+PLUGIN = Path(sys.executable).with_name("kubectl-sundial")
+LABEL = "sundial.dev/scheduledjob"
+#: Once a year: nothing runs unless the test asks for it.
+YEARLY = "0 0 1 1 *"
+
+
+@pytest.fixture(scope="module")
+def operator(start_module_operator: OperatorLauncher, module_namespaces: ModuleNamespaces) -> Operator:
+    return start_module_operator(namespaces=module_namespaces.all)
+
+
+@pytest.fixture
+def ns(operator: Operator, module_namespace: str) -> str:
+    return module_namespace
+
+
+def plugin(cluster: Cluster, *args: str, check: bool = True, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
+    if not PLUGIN.is_file():
+        pytest.fail(f"{PLUGIN} is not installed (pip install -e .)")
+    result = subprocess.run(
+        [str(PLUGIN), "--kubeconfig", str(cluster.kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+    if check:
+        assert result.returncode == 0, f"kubectl-sundial {' '.join(args)} ({result.returncode}):\n{result.stderr}"
+    return result
+
+
+def _sj(name: str, template: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": name},
+        "spec": {**spec, "jobTemplate": {"spec": template["spec"]}},
+    }
+
+
+def _get(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
+    body: dict[str, Any] = cluster.get_json("scheduledjob", name, "-n", ns) or {}
+    return body
+
+
+def _jobs(cluster: Cluster, ns: str, owner: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = (cluster.get_json("jobs", "-n", ns, "-l", f"{LABEL}={owner}") or {}).get("items", [])
+    return items
+
+
+def _trigger(job: dict[str, Any]) -> str:
+    return str(job["metadata"]["annotations"]["sundial.dev/trigger"])
+
+
+def _condition(body: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") == kind), {})
+
+
+def _rfc_in(seconds: int) -> str:
+    return (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_trigger_wait_creates_a_manual_run_and_prints_its_job(cluster: Cluster, ns: str) -> None:
+    cluster.apply(_sj("nightly", cluster.job_manifest("x"), schedule=YEARLY), ns)
+    cluster.wait_for(lambda: _condition(_get(cluster, ns, "nightly"), "Ready"), timeout=20, message="Ready")
+    assert _jobs(cluster, ns, "nightly") == []
+
+    result = plugin(cluster, "trigger", "nightly", "-n", ns, "--wait", "--timeout", "30")
+
+    (job,) = _jobs(cluster, ns, "nightly")
+    assert _trigger(job) == "manual"
+    token = re.search(r"\(token ([^)]+)\)", result.stdout)
+    assert token, result.stdout
+    assert _get(cluster, ns, "nightly")["status"]["lastHandledTrigger"] == token.group(1)
+    assert job["metadata"]["name"] in result.stdout, "the Job is printed"
+    assert "NAME" in result.stdout
+
+
+def test_redrive_wait_gives_a_dead_letter_a_new_attempt(cluster: Cluster, ns: str) -> None:
+    spec = {"retry": {"maxAttempts": 1}, "failedJobsHistoryLimit": 5}
+    cluster.apply(_sj("flaky", cluster.job_manifest("x", fail=True), runAt=_rfc_in(1), **spec), ns)
+    cluster.wait_for(
+        lambda: (_get(cluster, ns, "flaky").get("status") or {}).get("deadLetters"), timeout=40, message="dead letter"
+    )
+    described = plugin(cluster, "describe", "flaky", "-n", ns).stdout
+    assert "Dead letters: 1" in described
+
+    result = plugin(cluster, "redrive", "flaky", "-n", ns, "--wait", "--timeout", "30")
+
+    assert "redrive of 1 dead letter(s) requested" in result.stdout
+    token = re.search(r"\(token ([^)]+)\)", result.stdout)
+    assert token
+    assert _get(cluster, ns, "flaky")["status"]["lastHandledRedrive"] == token.group(1)
+    cluster.wait_for(
+        lambda: any(_trigger(job) == "redrive" for job in _jobs(cluster, ns, "flaky")),
+        timeout=20,
+        message="a redrive attempt",
+    )
+
+
+def test_suspend_and_resume_patch_the_spec_with_a_gitops_warning(cluster: Cluster, ns: str) -> None:
+    cluster.apply(_sj("pausable", cluster.job_manifest("x"), schedule=YEARLY), ns)
+
+    suspended = plugin(cluster, "suspend", "pausable", "-n", ns)
+    assert "GitOps" in suspended.stderr
+    assert _get(cluster, ns, "pausable")["spec"]["suspend"] is True
+    cluster.wait_for(
+        lambda: _condition(_get(cluster, ns, "pausable"), "Suspended").get("status") == "True",
+        timeout=20,
+        message="Suspended=True",
+    )
+
+    plugin(cluster, "resume", "pausable", "-n", ns)
+    assert _get(cluster, ns, "pausable")["spec"]["suspend"] is False
+    cluster.wait_for(
+        lambda: _condition(_get(cluster, ns, "pausable"), "Suspended").get("status") == "False",
+        timeout=20,
+        message="Suspended=False",
+    )
+
+
+def test_describe_shows_next_runs_conditions_and_counters(cluster: Cluster, ns: str) -> None:
+    cluster.apply(_sj("berlin", cluster.job_manifest("x"), schedule="30 6 * * 1-5", timeZone="Europe/Berlin"), ns)
+    cluster.wait_for(lambda: _condition(_get(cluster, ns, "berlin"), "Ready"), timeout=20, message="Ready")
+
+    text = plugin(cluster, "describe", "berlin", "-n", ns, "--count", "3").stdout
+
+    assert "Name:        berlin" in text
+    assert "Time zone:   Europe/Berlin" in text
+    next_runs = text.split("Next runs:\n", 1)[1].split("Conditions:", 1)[0].splitlines()
+    assert len(next_runs) == 3
+    for line in next_runs:
+        utc, local = line.split()
+        local = local.strip("()")
+        assert utc.endswith("Z"), line
+        assert local.endswith(("+01:00", "+02:00")) and "T06:30:00" in local, line
+    assert re.search(r"^  Ready=True ", text, re.MULTILINE), text
+    everything = plugin(cluster, "describe", "-A").stdout
+    assert "Name:        berlin" in everything
+
+
+def test_preview_json_lists_the_next_nominal_times(cluster: Cluster, ns: str) -> None:
+    cluster.apply(_sj("yearly", cluster.job_manifest("x"), schedule=YEARLY), ns)
+
+    times = json.loads(plugin(cluster, "preview", "yearly", "-n", ns, "-o", "json", "--count", "3").stdout)
+
+    year = dt.datetime.now(dt.UTC).year
+    assert times == [f"{year + i}-01-01T00:00:00Z" for i in (1, 2, 3)]
+    invalid = plugin(cluster, "preview", "missing", "-n", ns, check=False)
+    assert invalid.returncode != 0
