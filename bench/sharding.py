@@ -124,7 +124,9 @@ def wait(predicate: Any, timeout: float, what: str) -> Any:
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-def run_one(kubeconfig: Path, replicas: int, *, objects: int, herds: int, period: int, out: Path) -> dict[str, Any]:
+def run_one(
+    kubeconfig: Path, replicas: int, *, objects: int, herds: int, period: int, out: Path, qps: float
+) -> dict[str, Any]:
     namespace = f"bench-shard-{replicas}-{uuid.uuid4().hex[:5]}"
     prefix = f"bench-{uuid.uuid4().hex[:6]}"
     kubectl(kubeconfig, "create", "namespace", namespace)
@@ -139,6 +141,7 @@ def run_one(kubeconfig: Path, replicas: int, *, objects: int, herds: int, period
                 "--lease-namespace", "default", "--lease-name-prefix", prefix, "--identity", identity,
                 "--shards", str(SHARDS), "--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1",
                 "--metrics-port", "0", "--health-port", str(env.free_port()), "--log-format", "json",
+                "--qps", str(qps), "--burst", str(max(100, int(qps * 2))),
             ]  # fmt: skip
             with (out / f"operator-{replicas}-{i}.log").open("wb") as sink:
                 processes.append(subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO))
@@ -174,6 +177,7 @@ def run_one(kubeconfig: Path, replicas: int, *, objects: int, herds: int, period
         runs = objects * herds
         return {
             "replicas": replicas,
+            "qps_per_replica": qps,
             "objects": objects,
             "shards": SHARDS,
             "period_s": period,
@@ -203,14 +207,15 @@ def render(results: dict[str, Any]) -> str:
         f"Machine: {results['machine']['cores']} cores, {results['machine']['cpu_model']}; "
         f"{results['objects']} ScheduledJobs every {results['period_s']} s, {SHARDS} shards, Jobs suspended.",
         "",
-        "| replicas | herd completion (median of herds) | herd completion (max) | median Job lag | "
+        "| replicas | QPS per replica | herd completion (median of herds) | herd completion (max) | median Job lag | "
         "operator CPU per run |",
-        "|---|---|---|---|---|",
+        "|---|---|---|---|---|---|",
     ]
     for run in results["runs"]:
         medians = sorted(h["median_s"] for h in run["herds"])
         lines.append(
-            f"| {run['replicas']} | {run['completion_s']['p50']} s | {run['completion_s']['max']} s | "
+            f"| {run['replicas']} | {run['qps_per_replica']:g} | {run['completion_s']['p50']} s | "
+            f"{run['completion_s']['max']} s | "
             f"{medians[len(medians) // 2]} s | {run['cpu_ms_per_run']} ms |"
         )
     return "\n".join(lines) + "\n"
@@ -224,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--herds", type=int, default=3)
     parser.add_argument("--period", type=int, default=30, help="seconds between herds (divides 60)")
     parser.add_argument("--replicas", default="1,3")
+    parser.add_argument("--qps", default="50", help="client-side QPS per replica; comma-separated: one pass each")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     out: Path = args.out or REPO / "bench" / "results" / f"sharding-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
@@ -246,11 +252,20 @@ def main(argv: list[str] | None = None) -> int:
             "period_s": args.period,
             "runs": [],
         }
-        for replicas in (int(r) for r in args.replicas.split(",")):
-            print(f"== {replicas} replica(s)", flush=True)
-            results["runs"].append(
-                run_one(kubeconfig, replicas, objects=args.objects, herds=args.herds, period=args.period, out=out)
-            )
+        for qps in (float(q) for q in args.qps.split(",")):
+            for replicas in (int(r) for r in args.replicas.split(",")):
+                print(f"== {replicas} replica(s), --qps {qps:g}", flush=True)
+                results["runs"].append(
+                    run_one(
+                        kubeconfig,
+                        replicas,
+                        objects=args.objects,
+                        herds=args.herds,
+                        period=args.period,
+                        out=out,
+                        qps=qps,
+                    )
+                )
         (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         (out / "report.md").write_text(render(results), encoding="utf-8")
         print(render(results))
