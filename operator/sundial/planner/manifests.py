@@ -87,7 +87,9 @@ def build_job(
     stamped = {
         names.SCHEDULED_TIME_ANNOTATION: schedule.format_rfc3339(scheduled_time),
         names.ATTEMPT_ANNOTATION: str(attempt),
-        names.IDEMPOTENCY_KEY_ANNOTATION: idempotency_key(uid=meta.uid, scheduled_time=scheduled_time, manual=is_manual),
+        names.IDEMPOTENCY_KEY_ANNOTATION: idempotency_key(
+            uid=meta.uid, scheduled_time=scheduled_time, manual=is_manual
+        ),
         names.FENCING_TOKEN_ANNOTATION: fencing_token,
         names.TRIGGER_ANNOTATION: str(trigger),
     }
