@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Awaitable, Mapping
 from datetime import datetime
 from typing import Any
 
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from sundial import model
 from sundial.kube import errors, requests, results
@@ -21,6 +23,27 @@ def controller_uid(body: Mapping[str, Any]) -> str | None:
             uid = ref.get("uid")
             return str(uid) if uid else None
     return None
+
+
+async def raw_json(pending: Awaitable[Any]) -> dict[str, Any]:
+    """The JSON body of a generated-client call made with ``_preload_content=False``, as plain dicts.
+
+    The generated client would build model objects from the response (and we would turn them back into
+    dicts): in a herd profile that round trip was ~16% of the operator's CPU, more than the HTTP request.
+    Non-2xx answers raise the same :class:`ApiException` the client raises, so classification is unchanged.
+    """
+    response = await pending
+    try:
+        data = await response.read()
+    finally:
+        response.release()
+    if not 200 <= response.status <= 299:
+        error = ApiException(status=response.status, reason=response.reason)
+        error.body = data.decode("utf-8", errors="replace")  # as the generated client leaves it
+        error.headers = response.headers
+        raise error
+    body: dict[str, Any] = json.loads(data) if data else {}
+    return body
 
 
 class ObjectsApi:
@@ -136,34 +159,40 @@ class ObjectsApi:
             body = await self._req.call(
                 verb="list",
                 resource="jobs",
-                request=lambda: self._batch.list_job_for_all_namespaces(
-                    label_selector=label_selector, _request_timeout=60
+                request=lambda: raw_json(
+                    self._batch.list_job_for_all_namespaces(
+                        label_selector=label_selector, _request_timeout=60, _preload_content=False
+                    )
                 ),
             )
         else:
             body = await self._req.call(
                 verb="list",
                 resource="jobs",
-                request=lambda: self._batch.list_namespaced_job(
-                    namespace, label_selector=label_selector, _request_timeout=60
+                request=lambda: raw_json(
+                    self._batch.list_namespaced_job(
+                        namespace, label_selector=label_selector, _request_timeout=60, _preload_content=False
+                    )
                 ),
             )
-        return list(self._plain(body).get("items") or ())
+        return list(body.get("items") or ())
 
     async def get_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             body = await self._req.call(
                 verb="get",
                 resource="jobs",
-                request=lambda: self._batch.read_namespaced_job(
-                    name, namespace, _request_timeout=requests.REQUEST_TIMEOUT
+                request=lambda: raw_json(
+                    self._batch.read_namespaced_job(
+                        name, namespace, _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False
+                    )
                 ),
             )
         except errors.KubeError as error:
             if error.code == 404:
                 return None
             raise
-        return self._plain(body)
+        return body
 
     async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
         """Create a Job. AlreadyExists: adopt it if ``owner_uid`` controls it, else report it unexpected."""
@@ -172,8 +201,10 @@ class ObjectsApi:
                 verb="create",
                 resource="jobs",
                 ok=201,
-                request=lambda: self._batch.create_namespaced_job(
-                    namespace, dict(manifest), _request_timeout=requests.REQUEST_TIMEOUT
+                request=lambda: raw_json(
+                    self._batch.create_namespaced_job(
+                        namespace, dict(manifest), _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False
+                    )
                 ),
             )
         except errors.KubeError as error:
@@ -189,7 +220,7 @@ class ObjectsApi:
             if owner == owner_uid:
                 return results.Adopted(body=existing)
             return results.Unexpected(owner_uid=owner)
-        return results.Created(body=self._plain(body))
+        return results.Created(body=body)
 
     async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
         """Delete with a UID precondition (never a same-named successor), pods in the background.
@@ -254,7 +285,9 @@ class ObjectsApi:
             verb="create",
             resource="events",
             ok=201,
-            request=lambda: self._core.create_namespaced_event(
-                involved.namespace, body, _request_timeout=requests.REQUEST_TIMEOUT
+            request=lambda: raw_json(
+                self._core.create_namespaced_event(
+                    involved.namespace, body, _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False
+                )
             ),
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sundial.kube import objects, ratelimits, requests, results
+from sundial.kube import errors, objects, ratelimits, requests, results
 
 
 class _Batch:
@@ -34,3 +34,76 @@ async def test_delete_job_with_an_empty_uid_has_no_precondition() -> None:
     api, batch = _api()
     assert isinstance(await api.delete_job(namespace="ns", name="job", uid=""), results.Done)
     assert batch.calls == [("ns", "job", {"propagationPolicy": "Background"})]
+
+
+class _Response:
+    """What the generated client returns with ``_preload_content=False`` (an aiohttp response)."""
+
+    def __init__(self, status: int, body: bytes, reason: str = "") -> None:
+        self.status, self._body, self.reason = status, body, reason
+        self.headers = {"Content-Type": "application/json"}
+        self.released = False
+
+    async def read(self) -> bytes:
+        return self._body
+
+    def release(self) -> None:
+        self.released = True
+
+
+async def _returning(response: _Response) -> _Response:
+    return response
+
+
+class _Creator:
+    def __init__(self, response: _Response) -> None:
+        self.response = response
+        self.kwargs: dict[str, Any] = {}
+
+    async def create_namespaced_job(self, namespace: str, body: dict[str, Any], **kwargs: Any) -> _Response:
+        self.kwargs = kwargs
+        return self.response
+
+
+async def test_raw_json_returns_plain_dicts_and_releases_the_response() -> None:
+    response = _Response(201, b'{"kind": "Job", "metadata": {"name": "j", "uid": "u"}}')
+    assert await objects.raw_json(_returning(response)) == {"kind": "Job", "metadata": {"name": "j", "uid": "u"}}
+    assert response.released
+
+
+async def test_raw_json_raises_the_generated_clients_exception_with_the_status_body() -> None:
+    status = b'{"kind": "Status", "code": 409, "reason": "AlreadyExists", "message": "jobs \\"j\\" already exists"}'
+    response = _Response(409, status, reason="Conflict")
+    try:
+        await objects.raw_json(_returning(response))
+    except objects.ApiException as error:
+        classified = errors.classify(error)
+        assert classified is not None
+        assert (classified.code, classified.reason, classified.message) == (
+            409,
+            "AlreadyExists",
+            'jobs "j" already exists',
+        )
+    else:
+        raise AssertionError("no exception")
+    assert response.released
+
+
+async def test_create_job_asks_for_the_raw_body_and_returns_it_unchanged() -> None:
+    api, _ = _api()
+    creator = _Creator(_Response(201, b'{"metadata": {"name": "j", "creationTimestamp": "2026-01-01T00:00:00Z"}}'))
+    api._batch = creator
+    created = await api.create_job(namespace="ns", manifest={"metadata": {"name": "j"}}, owner_uid="u")
+    assert created == results.Created(body={"metadata": {"name": "j", "creationTimestamp": "2026-01-01T00:00:00Z"}})
+    assert creator.kwargs["_preload_content"] is False
+
+
+async def test_create_job_maps_a_server_side_transient_error() -> None:
+    api, _ = _api()
+    api._batch = _Creator(_Response(503, b'{"kind": "Status", "code": 503, "reason": "ServiceUnavailable"}'))
+    try:
+        await api.create_job(namespace="ns", manifest={"metadata": {"name": "j"}}, owner_uid="u")
+    except errors.TransientError as error:
+        assert error.code == 503
+    else:
+        raise AssertionError("no exception")
