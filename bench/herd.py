@@ -14,6 +14,7 @@ import contextlib
 import math
 import signal
 import subprocess
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from bench import env
 from bench.kube import Api, cj_path, credentials, cron_job, job_path, plain_job, scheduled_job, sj_path
 from bench.stats import summary
 
+PY_SPY = str(Path(sys.executable).parent / "py-spy")
 KCM_DEFAULT = ("--kube-api-qps=20", "--kube-api-burst=30")  # the controller manager's defaults, made explicit
 
 
@@ -81,9 +83,13 @@ class Herd:
         self.out, self.n, self.k = out, n, namespaces
         self.operator_args, self.kcm_raised, self.contenders = operator_args, kcm_raised, contenders
         self.profile, self.settle_writes, self.name = profile, settle_writes, name
+        self.seconds_precision = not any(c.startswith("cronjob") for c in contenders)
 
-    def run(self) -> dict[str, Any]:
+    def run(self, cluster: env.BenchCluster | None = None) -> dict[str, Any]:
+        """On CLUSTER (left running), or on a fresh sandbox of its own."""
         self.out.mkdir(parents=True, exist_ok=True)
+        if cluster is not None:
+            return asyncio.run(self._run(cluster))
         cluster = env.BenchCluster(self.name)
         try:
             return asyncio.run(self._run(cluster))
@@ -108,6 +114,16 @@ class Herd:
     async def _contender(
         self, cluster: env.BenchCluster, api: Api, watch: env.JobWatch, contender: str
     ) -> dict[str, Any]:
+        self.operator: env.Operator | None = None
+        try:
+            return await self._contender_run(cluster, api, watch, contender)
+        finally:
+            if self.operator is not None:
+                self.operator.stop()
+
+    async def _contender_run(
+        self, cluster: env.BenchCluster, api: Api, watch: env.JobWatch, contender: str
+    ) -> dict[str, Any]:
         namespaces = [f"{self.name}-{contender}-{i:02d}" for i in range(self.k)]
         await api.namespaces(namespaces)
         names = [(namespaces[i % self.k], f"{contender[:4]}-{i:05d}") for i in range(self.n)]
@@ -117,13 +133,18 @@ class Herd:
         setup_start = time.monotonic()
         if contender == "raw":
             nominal = datetime.fromtimestamp(math.ceil(time.time() + 3), UTC)
+        elif self.seconds_precision:  # Sundial only: a 6-field cron, no wait for a whole minute
+            nominal = datetime.fromtimestamp(math.ceil(time.time() + 20 + self.n / 40), UTC)
         else:
             nominal = minute_after(25 + self.n / 40)
         at = nominal.timestamp()
         stamp = nominal.strftime("%Y-%m-%dT%H:%M:%SZ")
         cron = fixed_cron(nominal)
+        if self.seconds_precision:
+            cron = f"{nominal.second} {cron}"
         if contender == "sundial":
             operator = env.start_operator(cluster.kubeconfig, self.out, *self.operator_args, identity="herd")
+            self.operator = operator
             result["ready_seconds"] = round(operator.wait_ready(), 2)
             result["create_seconds"] = round(
                 await api.create_many(((sj_path(ns), scheduled_job(name, cron)) for ns, name in names)), 2
@@ -144,7 +165,7 @@ class Herd:
         result["slack_seconds"] = round(at - time.time(), 2)  # < 0: the setup ran past the nominal time
         if self.profile and operator is not None:
             profiler = subprocess.Popen(
-                ["py-spy", "record", "--pid", str(operator.pid), "--rate", "50", "--format", "raw",
+                [PY_SPY, "record", "--pid", str(operator.pid), "--rate", "50", "--format", "raw",
                  "--output", str(self.out / f"{self.name}-profile.txt"), "--nonblocking"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip

@@ -1,10 +1,173 @@
-"""results.json -> report.md and PNG plots."""
+"""results.json -> report.md (markdown tables, targets) and PNG plots in the same folder."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
+
+
+def _f(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _load(value: Any) -> str:
+    return "/".join(_f(v) for v in value) if isinstance(value, list | tuple) else "-"
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_f(c) if not isinstance(c, str) else c for c in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _cdf(ax: Any, values: list[float], label: str) -> None:
+    if not values:
+        return
+    ordered = sorted(values)
+    n = len(ordered)
+    ax.step(ordered, [(i + 1) / n for i in range(n)], where="post", label=f"{label} (n={n})")
+
+
+def plots(results: dict[str, Any], out: Path) -> list[str]:
+    made: list[str] = []
+    herd = results.get("scenarios", {}).get("herd", {})
+    contenders = herd.get("contenders", {})
+    if contenders:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for name, data in contenders.items():
+            _cdf(ax, data.get("lags", []), name)
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlabel("lag: nominal time -> Job seen by the independent watch (s)")
+        ax.set_ylabel("fraction of Jobs")
+        ax.set_title(f"herd: {herd.get('n')} objects due at the same instant")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "herd-lag-cdf.png", dpi=110)
+        plt.close(fig)
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        names = list(contenders)
+        values = [contenders[n].get("time_to_last_job") or 0.0 for n in names]
+        bars = ax.bar(names, values, color=["#888", "#d62", "#36c", "#69c", "#5a5"][: len(names)])
+        ax.bar_label(bars, fmt="%.1f s")
+        ax.set_ylabel("time to last Job (s)")
+        ax.set_title(f"herd of {herd.get('n')}: nominal time -> last Job seen")
+        fig.tight_layout()
+        fig.savefig(out / "herd-time-to-last-job.png", dpi=110)
+        plt.close(fig)
+        made += ["herd-lag-cdf.png", "herd-time-to-last-job.png"]
+    steady = results.get("scenarios", {}).get("steady", {}).get("contenders", {})
+    if steady:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for name, data in steady.items():
+            _cdf(ax, data.get("lags", []), name)
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlabel("lag (s)")
+        ax.set_ylabel("fraction of runs")
+        ax.set_title("steady: every object fires every minute")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "steady-lag-cdf.png", dpi=110)
+        plt.close(fig)
+        made.append("steady-lag-cdf.png")
+    return made
+
+
+def markdown(results: dict[str, Any], images: list[str]) -> str:
+    machine = results.get("machine", {})
+    scen = results.get("scenarios", {})
+    lines = [
+        f"# Sundial benchmark results (size `{results.get('size')}`)",
+        "",
+        f"Machine: {machine.get('cores')} cores ({machine.get('cpu_model')}), {machine.get('memory_gb')} GB, "
+        f"Python {machine.get('python')}, kernel {machine.get('kernel')}. Load averages are 1/5/15-minute.",
+        "",
+    ]
+    for name, data in scen.items():
+        status = "ok" if data.get("ok") else f"FAILED: {data.get('error')}"
+        lines.append(
+            f"- {name}: {status}; started {data.get('started')}, {data.get('wall_seconds')} s, "
+            f"load at end {_load(data.get('load_end'))}"
+        )
+    lines.append("")
+    herd = scen.get("herd", {})
+    if herd.get("contenders"):
+        lines += [f"## herd: {herd['n']} objects over {herd['namespaces']} namespaces, all due at once", ""]
+        rows = []
+        for name, d in herd["contenders"].items():
+            lag = d.get("lag", {})
+            rows.append([
+                name, d.get("jobs_seen"), d.get("missing"), d.get("time_to_first_job"), lag.get("p50"),
+                lag.get("p90"), lag.get("p99"), d.get("time_to_last_job"), d.get("slack_seconds"),
+                _load(d.get("load_at_nominal")), _cpu(d.get("cpu_seconds", {})),
+            ])  # fmt: skip
+        lines += _table(
+            ["contender", "Jobs", "missing", "first (s)", "p50 (s)", "p90 (s)", "p99 (s)", "last (s)",
+             "setup slack (s)", "load at nominal", "CPU s during the herd"],
+            rows,
+        )  # fmt: skip
+    steady = scen.get("steady", {})
+    if steady.get("contenders"):
+        lines += [f"## steady: {steady['m']} objects every minute for {steady['minutes']} min", ""]
+        rows = []
+        for name, d in steady["contenders"].items():
+            lag = d.get("lag", {})
+            per = d.get("cpu_per_run_ms", {})
+            rows.append([
+                name, d.get("expected"), d.get("runs"), d.get("missed"), d.get("duplicated"), lag.get("p50"),
+                lag.get("p99"), lag.get("max"), per.get("operator"), per.get("kcm"), per.get("apiserver"),
+                _load(d.get("load_before")),
+            ])  # fmt: skip
+        lines += _table(
+            ["contender", "expected", "runs", "missed", "duplicated", "p50 (s)", "p99 (s)", "max (s)",
+             "operator CPU ms/run", "KCM CPU ms/run", "apiserver CPU ms/run", "load before"],
+            rows,
+        )  # fmt: skip
+    scale = scen.get("scale", {})
+    if "n" in scale:
+        lines += [f"## scale: {scale.get('sj_count')} idle ScheduledJobs / {scale.get('cj_count')} idle CronJobs", ""]
+        keys = [k for k in scale if k.startswith(("operator_", "kcm_", "sj_", "cj_", "load_"))]
+        lines += _table(["measure", "value"], [[k, _load(scale[k]) if isinstance(scale[k], list) else scale[k]]
+                                               for k in keys])  # fmt: skip
+    cost = scen.get("cost", {})
+    if cost.get("per_run"):
+        lines += [f"## cost: API requests per successful run ({cost['n']} runs, added over the raw client)", ""]
+        for name, d in cost["per_run"].items():
+            lines += [f"**{name}**: {d['writes_per_run']} writes per run (Leases excluded)", ""]
+            rows = [[k.replace("|", " "), v] for k, v in d["requests_per_run"].items()]
+            lines += _table(["verb resource subresource", "per run"], rows)
+            if d.get("operator_own_counters_per_run"):
+                rows = [[k.replace("|", " "), v] for k, v in d["operator_own_counters_per_run"].items()]
+                lines += ["Sundial's own counter (`sundial_api_requests_total`) per run:", ""]
+                lines += _table(["verb resource code", "per run"], rows)
+    failover = scen.get("failover", {})
+    if failover.get("cases"):
+        lines += ["## failover: SIGKILL the Lease holder of 2 replicas", ""]
+        rows = [[name, str(d.get("flags")), d.get("seconds_to_standby_first_job"),
+                 d.get("seconds_since_last_job_of_old_leader"), d.get("new_token"), _load(d.get("load"))]
+                for name, d in failover["cases"].items()]  # fmt: skip
+        lines += _table(["settings", "flags", "kill -> standby's first Job (s)", "gap in Jobs (s)", "new token",
+                         "load"], rows)  # fmt: skip
+    lines += [f"![{image}]({image})" for image in images]
+    return "\n".join(lines) + "\n"
+
+
+def _cpu(cpu: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in cpu.items())
+
 
 def render(results: dict[str, Any], out: Path) -> None:
-    (out / "report.md").write_text("TODO\n", encoding="utf-8")
+    images = plots(results, out)
+    (out / "report.md").write_text(markdown(results, images), encoding="utf-8")

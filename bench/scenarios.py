@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.failover import Failover
 from bench.herd import Herd
+from bench.scale import Scale
+from bench.steady import Steady
 
 #: Sundial's client settings for the herd (and the controller manager's "raised" QPS matches them).
 SUNDIAL_QPS = 500
@@ -59,6 +62,24 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             name="cost",
         ).run()
         return cost_summary(result)
+    if name == "steady":
+        return Steady(
+            out=out,
+            m=params["steady_m"],
+            minutes=params["steady_minutes"],
+            namespaces=params["herd_namespaces"],
+            operator_args=operator_args(),
+        ).run()
+    if name == "scale":
+        return Scale(
+            out=out,
+            n=params["scale_n"],
+            namespaces=params["herd_namespaces"],
+            idle_seconds=params["idle_seconds"],
+            operator_args=[],
+        ).run()
+    if name == "failover":
+        return Failover(out=out, objects=params["failover_objects"], operator_args=[]).run()
     raise ValueError(f"unknown scenario {name}")
 
 

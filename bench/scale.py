@@ -1,0 +1,86 @@
+"""scale: N idle ScheduledJobs (a yearly schedule): operator RSS, start → /readyz 200, idle CPU; then N idle
+CronJobs: the controller manager's RSS and idle CPU, against its own baseline. One fresh sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import env
+from bench.kube import Api, cj_path, credentials, cron_job, scheduled_job, sj_path
+
+YEARLY = "0 0 1 1 *"
+
+
+async def idle(pid: int, seconds: float) -> float:
+    """Percent of one core PID used over SECONDS."""
+    before = env.cpu_seconds(pid)
+    await asyncio.sleep(seconds)
+    return round(100 * (env.cpu_seconds(pid) - before) / seconds, 2)
+
+
+class Scale:
+    def __init__(
+        self, *, out: Path, n: int, namespaces: int, idle_seconds: float, operator_args: list[str], name: str = "scale"
+    ) -> None:
+        self.out, self.n, self.k, self.idle_seconds = out, n, namespaces, idle_seconds
+        self.operator_args, self.name = operator_args, name
+
+    def run(self) -> dict[str, Any]:
+        self.out.mkdir(parents=True, exist_ok=True)
+        cluster = env.BenchCluster(self.name)
+        try:
+            return asyncio.run(self._run(cluster))
+        finally:
+            cluster.close()
+
+    async def _run(self, cluster: env.BenchCluster) -> dict[str, Any]:
+        kcm = cluster.pid(env.KCM)
+        result: dict[str, Any] = {"n": self.n, "load_before": env.load()}
+        async with Api(credentials(cluster.kubeconfig), connections=100) as api:
+            sj_ns = [f"scale-sj-{i:02d}" for i in range(self.k)]
+            cj_ns = [f"scale-cj-{i:02d}" for i in range(self.k)]
+            await api.namespaces(sj_ns + cj_ns)
+            result["kcm_rss_mb_baseline"] = env.rss_mb(kcm)
+            result["kcm_idle_cpu_pct_baseline"] = await idle(kcm, self.idle_seconds)
+            print(f"[scale] creating {self.n} ScheduledJobs load={env.load()}", flush=True)
+            seconds = await api.create_many(
+                ((sj_path(sj_ns[i % self.k]), scheduled_job(f"idle-{i:06d}", YEARLY)) for i in range(self.n)),
+                concurrency=100,
+            )
+            result["sj_create_seconds"] = round(seconds, 1)
+            result["sj_count"] = await api.count("/apis/sundial.dev/v1alpha1/scheduledjobs")
+            result["kcm_rss_mb_with_sj"] = env.rss_mb(kcm)
+            result["load_at_operator_start"] = env.load()
+            operator = env.start_operator(cluster.kubeconfig, self.out, *self.operator_args, identity="scale")
+            try:
+                result["operator_ready_seconds"] = round(operator.wait_ready(timeout=600), 2)
+                result["operator_rss_mb_at_ready"] = env.rss_mb(operator.pid)
+                await asyncio.sleep(10)
+                result["operator_idle_cpu_pct"] = await idle(operator.pid, self.idle_seconds)
+                result["operator_rss_mb"] = env.rss_mb(operator.pid)
+                result["operator_due_index_size"] = operator.metric("sundial_due_index_size")
+                result["load_operator_idle"] = env.load()
+            finally:
+                operator.stop()
+            print(f"[scale] operator: {result} ; creating {self.n} CronJobs load={env.load()}", flush=True)
+            seconds = await api.create_many(
+                ((cj_path(cj_ns[i % self.k]), cron_job(f"idle-{i:06d}", YEARLY)) for i in range(self.n)),
+                concurrency=100,
+            )
+            result["cj_create_seconds"] = round(seconds, 1)
+            result["cj_count"] = await api.count("/apis/batch/v1/cronjobs")
+            await asyncio.sleep(10)
+            result["kcm_rss_mb_with_sj_and_cj"] = env.rss_mb(kcm)
+            result["kcm_idle_cpu_pct_with_cj"] = await idle(kcm, self.idle_seconds)
+            # A fresh controller manager holding the N CronJobs (and the N ScheduledJobs in its GC's metadata
+            # informer, like the operator's world): RSS after a restart, comparable to the operator's.
+            start = time.monotonic()
+            cluster.restart_kcm(["--kube-api-qps=20", "--kube-api-burst=30"])
+            result["kcm_restart_healthy_seconds"] = round(time.monotonic() - start, 1)
+            await asyncio.sleep(20)
+            result["kcm_rss_mb_restarted"] = env.rss_mb(cluster.pid(env.KCM))
+            result["load_end"] = env.load()
+        return result
