@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
@@ -12,6 +13,15 @@ T = TypeVar("T")
 
 #: Seconds before a single request is abandoned (then classified as transient).
 REQUEST_TIMEOUT = 10.0
+
+#: A check run right before a request is sent, after the token bucket let it through (under load that wait
+#: lasts seconds). The reconciler sets "do I still hold the shard's Lease?" around its writes: a check made
+#: before the wait is stale once the process was paused during it (SIGSTOP, a frozen VM, a long GC), and a
+#: resumed zombie would otherwise send writes queued here after another replica took over (DESIGN §7.3,
+#: found by the chaos harness). Raising aborts the request before anything is sent.
+SEND_GUARD: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "sundial_send_guard", default=None
+)
 
 
 class ApiObserver(Protocol):
@@ -39,11 +49,12 @@ class Requester:
         self._observer: ApiObserver = observer or NullObserver()
         self._clock = clock
 
-    async def call(
-        self, *, verb: str, resource: str, request: Callable[[], Awaitable[T]], ok: int = 200
-    ) -> T:
+    async def call(self, *, verb: str, resource: str, request: Callable[[], Awaitable[T]], ok: int = 200) -> T:
         """Run ``request`` once. Raises :class:`errors.TransientError` or :class:`errors.KubeError`."""
         await self._bucket.acquire()
+        guard = SEND_GUARD.get()
+        if guard is not None:
+            guard()
         started = self._clock()
         try:
             result = await request()

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from sundial import model
-from sundial.kube import errors, results
+from sundial.kube import errors, requests, results
 from sundial.planner import actions
 from sundial.planner.observed import ObservedJob
 from sundial.planner.plans import Context, Plan
@@ -174,17 +174,25 @@ class Reconciler:
             self._hard_exit(CRASH_EXIT_CODE)
 
     async def _retrying(self, shard: int, call: Callable[[], Awaitable[T]]) -> T:
-        """Retry transient API errors (5xx, 429, timeouts, quota) a few times; they consume no attempts."""
-        for delay in (*TRANSIENT_DELAYS, None):
-            try:
-                return await call()
-            except errors.TransientError as error:
-                if delay is None:
-                    raise
-                logger.info("transient API error, retrying in %.1fs: %s", delay, error)
-                await self._sleep(delay)
-                self._lead.check(shard)
-        raise AssertionError("unreachable")
+        """Retry transient API errors (5xx, 429, timeouts, quota) a few times; they consume no attempts.
+
+        Every request is checked again right before it is sent (after the rate limiter's wait): see
+        :data:`sundial.kube.requests.SEND_GUARD`.
+        """
+        guard = requests.SEND_GUARD.set(functools.partial(self._lead.check, shard))
+        try:
+            for delay in (*TRANSIENT_DELAYS, None):
+                try:
+                    return await call()
+                except errors.TransientError as error:
+                    if delay is None:
+                        raise
+                    logger.info("transient API error, retrying in %.1fs: %s", delay, error)
+                    await self._sleep(delay)
+                    self._lead.check(shard)
+            raise AssertionError("unreachable")
+        finally:
+            requests.SEND_GUARD.reset(guard)
 
     async def _act(self, key: Key, shard: int, obj: model.ScheduledJob, plan: Plan) -> bool:
         """Run the plan's actions in order. True: re-plan (a Job template was rejected as invalid)."""
@@ -256,6 +264,7 @@ class Reconciler:
         """Best effort: an Event never fails the pass."""
         if not self._lead.acting(shard):
             return
+        guard = requests.SEND_GUARD.set(functools.partial(self._lead.check, shard))
         try:
             await self._api.create_event(
                 involved=obj.metadata,
@@ -269,6 +278,8 @@ class Reconciler:
             logger.info(
                 "could not post Event %s on %s/%s: %s", reason, obj.metadata.namespace, obj.metadata.name, error
             )
+        finally:
+            requests.SEND_GUARD.reset(guard)
 
     def _count(self, old: model.ScheduledJobStatus, new: model.ScheduledJobStatus) -> None:
         """Counters from the status deltas the claim just recorded."""

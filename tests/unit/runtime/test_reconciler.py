@@ -10,12 +10,12 @@ from typing import Any, cast
 import pytest
 
 from sundial import model
-from sundial.kube import leases, results
+from sundial.kube import leases, ratelimits, requests, results
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner import actions
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
-from sundial.runtime.leadership import Leadership
+from sundial.runtime.leadership import Leadership, NotActingError
 from sundial.runtime.metrics import Metrics
 from sundial.runtime.reconciler import Reconciler
 from sundial.runtime.store import Store
@@ -210,3 +210,58 @@ async def test_crash_hook_is_off_by_default() -> None:
     for _ in range(3):
         await rec.reconcile(KEY)
     assert sum(call.startswith("create:") for call in api.calls) == 3
+
+
+class PausingBucket:
+    """A rate limiter whose wait is where the process gets paused: the Lease is lost meanwhile."""
+
+    def __init__(self, elector: Elector) -> None:
+        self.elector = elector
+
+    async def acquire(self) -> None:
+        self.elector.holding = False  # SIGSTOP here; on SIGCONT the renew deadline has long passed
+
+
+class ZombieApi(FakeApi):
+    """Creates go through a real Requester, like ObjectsApi's calls."""
+
+    def __init__(self, requester: requests.Requester) -> None:
+        super().__init__()
+        self.requester = requester
+        self.sent: list[str] = []
+
+    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
+        async def send() -> results.CreateResult:
+            self.sent.append(manifest["metadata"]["name"])
+            return results.Created(body={"metadata": {**manifest["metadata"], "namespace": namespace, "uid": "j"}})
+
+        return await self.requester.call(verb="create", resource="jobs", ok=201, request=send)
+
+
+async def test_a_write_that_waited_in_the_rate_limiter_is_not_sent_once_the_lease_was_lost() -> None:
+    """Regression (chaos harness, SIGSTOP): the Lease check made before the rate limiter's wait is stale
+    after a pause; the request is checked again right before it is sent, and nothing is sent."""
+    elector = Elector()
+    api = ZombieApi(requests.Requester(bucket=cast(ratelimits.TokenBucket, PausingBucket(elector))))
+    rec, _ = reconciler(api, FakePlanner([plan(CREATE)]), elector)
+    with pytest.raises(NotActingError):
+        await rec.reconcile(KEY)
+    assert api.sent == []
+    assert requests.SEND_GUARD.get() is None  # reset after the pass
+
+
+async def test_the_send_guard_is_only_set_around_the_reconcilers_requests() -> None:
+    elector = Elector()
+    seen: list[object] = []
+
+    class Recording(FakeApi):
+        async def create_job(
+            self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str
+        ) -> results.CreateResult:
+            seen.append(requests.SEND_GUARD.get())
+            return await super().create_job(namespace=namespace, manifest=manifest, owner_uid=owner_uid)
+
+    rec, _ = reconciler(Recording(), FakePlanner([plan(CREATE)]), elector)
+    await rec.reconcile(KEY)
+    assert seen and seen[0] is not None
+    assert requests.SEND_GUARD.get() is None
