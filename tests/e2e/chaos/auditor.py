@@ -305,13 +305,15 @@ def audit(
     faults: Mapping[str, int],
     watch: JobWatch | None = None,
     zombie: tuple[str, float] | None = None,
+    zombies: Sequence[tuple[str, float]] = (),
 ) -> Report:
     """Prove the invariants over the final ScheduledJobs and every Job the watch saw.
 
-    ZOMBIE: (its stale fencing token, ``time.time()`` when it was SIGSTOPped): a Job with that token
-    created a second or more after the stop was written after the resume (the process was frozen).
+    ZOMBIE / ZOMBIES: (its stale fencing token, ``time.time()`` when it was SIGSTOPped): a Job with that
+    token created a second or more after the stop was written after the resume (the process was frozen).
     """
     problems: list[str] = []
+    stale_tokens = dict([*zombies, *([zombie] if zombie is not None else [])])
     sjs = list(scheduled_jobs)
     by_uid = {str(sj["metadata"]["uid"]): sj for sj in sjs}
     jobs_of: dict[str, list[SeenJob]] = defaultdict(list)
@@ -327,9 +329,9 @@ def audit(
             problems.append(f"Job {job.name}: not controlled by a known ScheduledJob ({job.owner_refs})")
             continue
         jobs_of[owner].append(job)
-        stale = zombie is not None and job.fencing_token == zombie[0] and job.created is not None
-        if stale and zombie is not None and job.created is not None and job.created.timestamp() >= zombie[1] + 1.0:
-            problems.append(f"zombie write: Job {job.name} with stale token {zombie[0]} created {job.created}")
+        stopped_at = stale_tokens.get(job.fencing_token)
+        if stopped_at is not None and job.created is not None and job.created.timestamp() >= stopped_at + 1.0:
+            problems.append(f"zombie write: Job {job.name} with stale token {job.fencing_token} created {job.created}")
 
     audits: list[SjAudit] = []
     lags_received: list[float] = []
@@ -383,7 +385,7 @@ def audit(
         policy = (spec.get("catchUp") or {}).get("policy", "Latest")
         if policy == "Latest":
             for hole in holes:
-                if not any(t > hole for t in started):
+                if not any(t is not None and t > hole for t in started):
                     problems.append(f"{name}: missed {hole} under Latest, but no later run was started")
         runs = int(counters.get("runs") or 0)
         if runs < len(started):

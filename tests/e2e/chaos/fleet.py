@@ -41,6 +41,8 @@ class Replica:
     namespaces: tuple[str, ...]
     lease_prefix: str
     env: dict[str, str] = field(default_factory=dict)
+    lease_args: tuple[str, ...] = LEASE_ARGS
+    extra_args: tuple[str, ...] = ()
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
 
@@ -59,7 +61,8 @@ class Replica:
             "--metrics-port", str(free_port()),
             "--health-port", str(free_port()),
             "--log-format", "json",
-            *LEASE_ARGS,
+            *self.lease_args,
+            *self.extra_args,
         ]  # fmt: skip
         for namespace in self.namespaces:
             command += ["--namespace", namespace]

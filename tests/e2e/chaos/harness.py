@@ -9,7 +9,7 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from sundial import schedule
 from sundial.sandbox import Sandbox
 
 from .auditor import JobWatch, Report, audit
-from .fleet import Fleet, Replica, lease_spec
+from .fleet import LEASE_ARGS, Fleet, Replica, lease_spec
 from .kubeconfigs import Credentials, credentials, redirected
 from .proxy import FaultProxy
 
@@ -50,7 +50,13 @@ class Harness:
         return self.proxy
 
     def fleet(
-        self, count: int, *, via_proxy: bool = False, env: Mapping[str, Mapping[str, str]] | None = None
+        self,
+        count: int,
+        *,
+        via_proxy: bool = False,
+        env: Mapping[str, Mapping[str, str]] | None = None,
+        lease_args: Sequence[str] = LEASE_ARGS,
+        extra_args: Sequence[str] = (),
     ) -> Fleet:
         replicas = []
         for index in range(count):
@@ -67,6 +73,8 @@ class Harness:
                     namespaces=(self.namespace,),
                     lease_prefix=self.lease_prefix,
                     env=dict((env or {}).get(identity, {})),
+                    lease_args=tuple(lease_args),
+                    extra_args=tuple(extra_args),
                 )
             )
         lease = f"{self.lease_prefix}-shard-0"
@@ -150,13 +158,15 @@ class Harness:
 
         self.wait(lambda: not pending() or None, timeout, "suspension observed and every claimed run has its Job")
 
-    def report(self, scenario: str, *, zombie: tuple[str, float] | None = None) -> Report:
+    def report(
+        self, scenario: str, *, zombie: tuple[str, float] | None = None, zombies: Sequence[tuple[str, float]] = ()
+    ) -> Report:
         time.sleep(1.0)  # let the last ADDED events arrive (the settle above already saw the cursors)
         faults = Counter(self.faults)
         if self.proxy is not None:
             faults.update({f"proxy {k}": v for k, v in self.proxy.injected.items()})
         report = audit(scenario, self.scheduled_jobs(), self.watch.snapshot(), faults=faults, watch=self.watch,
-                       zombie=zombie)  # fmt: skip
+                       zombie=zombie, zombies=zombies)  # fmt: skip
         table = report.table()
         print(f"\n{table}")
         out = os.environ.get("SUNDIAL_CHAOS_REPORT_DIR")

@@ -222,10 +222,10 @@ class FaultProxy:
             upstream_writer.write(b"\r\n".join([lines[0], *headers, b"Connection: close"]) + b"\r\n\r\n" + body)
             await upstream_writer.drain()
             first = await upstream_reader.read(1 << 16)
-            status = 0
+            code = 0
             with contextlib.suppress(ValueError, IndexError):
-                status = int(first.split(b" ", 2)[1])
-            self._record(name, method, target, fault or "forwarded", at=sent_at, status=status)
+                code = int(first.split(b" ", 2)[1])
+            self._record(name, method, target, fault or "forwarded", at=sent_at, status=code)
             if fault == "reset-after":
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(upstream_reader.read(), timeout=30)

@@ -84,16 +84,20 @@ def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harne
 def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> None:
     """SIGSTOP the leader for longer than its lease; the other replica takes over; SIGCONT: the zombie
     sends no write (Job, status, Event) - proven by the proxy's per-replica request log - and no Job with
-    its stale fencing token was created after it was stopped."""
+    its stale fencing token was created after it was stopped.
+
+    ``--qps 4`` keeps writes queued in the client-side rate limiter, so the stop lands while writes that
+    already passed the Lease check wait to be sent: the case the send guard exists for (before it, the
+    resumed replica sent them with its stale token)."""
     h = harness
-    fleet = h.fleet(2, via_proxy=True)
+    fleet = h.fleet(2, via_proxy=True, extra_args=("--qps", "4", "--burst", "4"))
     fleet.start()
     h.create_scheduled_jobs(10, EVERY_2S)
     fleet.wait_for_holder(timeout=60)
     _run_for(4)  # past the start-up shard hand-offs
-    lease = fleet.lease()  # one read: the holder and its fencing token together
-    zombie = fleet.replicas[str(lease["holderIdentity"])]
-    stale = f"0-{int(lease.get('leaseTransitions') or 0)}"
+    record = fleet.lease()  # one read: the holder and its fencing token together
+    zombie = fleet.replicas[str(record["holderIdentity"])]
+    stale = f"0-{int(record.get('leaseTransitions') or 0)}"
     stopped_at = time.time()
     zombie.signal(signal.SIGSTOP)
     h.faults["SIGSTOP leader"] += 1
@@ -139,10 +143,7 @@ def test_whole_fleet_down_then_back_catches_up_per_policy(harness: Harness) -> N
     fleet = h.fleet(2)
     fleet.start()
     latest = h.create_scheduled_jobs(4, EVERY_5S)
-    all_ = [f"all-{n}" for n in latest]
-    for name in latest:
-        h.cluster.kubectl("get", "sj", name, "-n", h.namespace)
-    h.cluster.apply_many = None
+    all_ = [f"all-{name}" for name in latest]
     template = h.cluster.job_manifest("x")["spec"]
     for name in all_:
         h.cluster.apply(
