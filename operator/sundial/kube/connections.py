@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,22 @@ async def load_configuration(kubeconfig: Path | None) -> Any:
     return configuration
 
 
-def api_client(configuration: Any) -> Any:
-    """An ``ApiClient`` bound to ``configuration``; close it with ``await client.close()``."""
-    return client.ApiClient(configuration=configuration)
+#: Environment variables through which aiohttp's ``trust_env`` can matter (proxies, netrc credentials).
+PROXY_ENV = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NETRC")
+
+
+def api_client(configuration: Any, environ: Mapping[str, str] | None = None) -> Any:
+    """An ``ApiClient`` bound to ``configuration``; close it with ``await client.close()``.
+
+    kubernetes_asyncio opens its aiohttp session with ``trust_env=True``: then *every* request looks up a
+    netrc file and the proxy variables, the netrc part in a thread-pool hop. In a herd profile that was
+    ~15% of the operator's CPU. Unless a proxy (or ``NETRC``) variable is set, the session does not trust
+    the environment; credentials come from the kubeconfig or the service account, never from netrc.
+    """
+    api = client.ApiClient(configuration=configuration)
+    environ = os.environ if environ is None else environ
+    if not any(environ.get(name) for name in PROXY_ENV):
+        session = getattr(getattr(api, "rest_client", None), "pool_manager", None)
+        if session is not None and hasattr(session, "_trust_env"):
+            session._trust_env = False
+    return api
