@@ -15,6 +15,7 @@ the issue's 600 is an opt-in soak: ``SUNDIAL_E2E_SHARDING_OBJECTS=600``).
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import uuid
@@ -194,7 +195,10 @@ def test_shards_balance_fail_over_and_rebalance_without_duplicate_or_lost_runs(
     objects = {item["metadata"]["name"]: item for item in listing.get("items") or []}
     assert len(objects) == OBJECTS
     runs = _first_attempts(jobs)
-    gap = (datetime.fromtimestamp(killed_wall - 1, UTC), datetime.fromtimestamp(takeover_wall + 1, UTC))
+    # The gap: from the last nominal time whose herd the victim may not have finished when it was killed,
+    # to the takeover. Times in it were either run (late, or re-issued after a claim the victim wrote but
+    # did not act on) or counted missed by catchUp Latest - never silently dropped.
+    gap = (datetime.fromtimestamp(killed_wall - PERIOD, UTC), datetime.fromtimestamp(takeover_wall + 1, UTC))
     lost: dict[str, list[str]] = {}
     excused = 0
     for name, obj in objects.items():
@@ -207,18 +211,22 @@ def test_shards_balance_fail_over_and_rebalance_without_duplicate_or_lost_runs(
     assert not lost, f"runs lost (window {expected[0]}..{last}, gap {gap}): {dict(list(lost.items())[:5])}"
     print(f"{len(jobs)} Jobs; window {len(expected)} nominal times x {OBJECTS} objects; {excused} missed in the gap")
 
-    # 3. Fencing per shard: the token names the object's shard; its transitions never go back per object.
+    # 3. Fencing per shard: the token names the object's shard, and a holder with an older token never
+    #    created a Job after one with a newer token had started (creationTimestamp has 1-second resolution).
+    #    Not by scheduled time: a run claimed by one holder can be re-issued late by the next.
     uids = {name: obj["metadata"]["uid"] for name, obj in objects.items()}
-    tokens: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    spans: dict[int, dict[int, list[datetime]]] = defaultdict(lambda: defaultdict(list))
     for job in jobs:
         owner = job["metadata"]["labels"]["sundial.dev/scheduledjob"]
         token = job["metadata"]["annotations"]["sundial.dev/fencing-token"]
         shard, transitions = (int(part) for part in token.split("-"))
         assert shard == shard_of(uids[owner], SHARDS), (owner, token)
-        tokens[owner].append((job["metadata"]["annotations"]["sundial.dev/scheduled-time"], transitions))
-    for owner, stamped in tokens.items():
-        seen = [transitions for _, transitions in sorted(stamped)]
-        assert seen == sorted(seen), (owner, seen)
+        spans[shard][transitions].append(_parse(job["metadata"]["creationTimestamp"]))
+    for shard, by_token in spans.items():
+        ordered = sorted(by_token)
+        for older, newer in itertools.pairwise(ordered):
+            last_old, first_new = max(by_token[older]), min(by_token[newer])
+            assert (last_old - first_new).total_seconds() <= 1, (shard, older, last_old, newer, first_new)
 
     # 4. Metrics of a replica that stayed up.
     text = replicas["replica-a"].metrics()
