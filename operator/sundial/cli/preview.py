@@ -89,9 +89,7 @@ def _table(times: list[datetime], zone_name: str) -> str:
     rows = [("#", f"LOCAL ({zone_name})", "UTC")]
     for number, instant in enumerate(times, start=1):
         local = instant.astimezone(zone)
-        rows.append(
-            (str(number), local.strftime("%Y-%m-%d %H:%M:%S %Z (%z)"), schedule.format_rfc3339(instant))
-        )
+        rows.append((str(number), local.strftime("%Y-%m-%d %H:%M:%S %Z (%z)"), schedule.format_rfc3339(instant)))
     if len(rows) == 1:
         return "no run times within the next 10 years"
     widths = [max(len(row[column]) for row in rows) for column in range(3)]

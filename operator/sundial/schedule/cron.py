@@ -103,9 +103,7 @@ def parse_cron(text: str, *, uid: str = "", field: str = "schedule") -> CronExpr
     if stripped.startswith("@"):
         expanded = MACROS.get(stripped.lower())
         if expanded is None:
-            raise ScheduleError(
-                field, f"unsupported macro {stripped!r}; supported: {', '.join(sorted(MACROS))}"
-            )
+            raise ScheduleError(field, f"unsupported macro {stripped!r}; supported: {', '.join(sorted(MACROS))}")
         parts = expanded.split()
     else:
         parts = stripped.split()

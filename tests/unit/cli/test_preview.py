@@ -119,10 +119,7 @@ def test_default_count_is_five_in_utc(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_uid_seeds_hashed_fields(capsys: pytest.CaptureFixture[str]) -> None:
-    outputs = {
-        run_preview(["--schedule", "H H * * *", "--uid", f"uid-{n}", "-o", "json"], capsys)[1]
-        for n in range(5)
-    }
+    outputs = {run_preview(["--schedule", "H H * * *", "--uid", f"uid-{n}", "-o", "json"], capsys)[1] for n in range(5)}
     again = run_preview(["--schedule", "H H * * *", "--uid", "uid-0", "-o", "json"], capsys)[1]
     assert len(outputs) > 1
     assert again in outputs
@@ -145,9 +142,7 @@ def test_a_schedule_without_runs_in_the_horizon_says_so(
         pytest.param(["--schedule", "@daily", "--time-zone", "Local"], "timeZone", id="local_zone"),
         pytest.param(["--schedule", "@daily", "--time-zone", "Nowhere/City"], "timeZone", id="unknown_zone"),
         pytest.param(["--schedule", "@daily", "--after", "yesterday"], "after", id="bad_after"),
-        pytest.param(
-            ["--schedule", "@daily", "--after", "2027-01-01T00:00:00"], "after", id="after_without_offset"
-        ),
+        pytest.param(["--schedule", "@daily", "--after", "2027-01-01T00:00:00"], "after", id="after_without_offset"),
         pytest.param(["--schedule", "@daily", "--count", "0"], "count", id="zero_count"),
     ],
 )

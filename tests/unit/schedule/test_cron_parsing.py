@@ -42,9 +42,7 @@ def test_six_fields_start_with_seconds() -> None:
         pytest.param("0 0 * * 7", "weekdays", frozenset({0}), id="seven_is_sunday"),
         pytest.param("0 0 * * 5-7", "weekdays", frozenset({5, 6, 0}), id="range_ending_at_seven"),
         pytest.param("0 0 * * sun,SAT", "weekdays", frozenset({0, 6}), id="weekday_names_any_case"),
-        pytest.param(
-            "0 0 * * */2", "weekdays", frozenset({0, 2, 4, 6}), id="weekday_step_does_not_double_sunday"
-        ),
+        pytest.param("0 0 * * */2", "weekdays", frozenset({0, 2, 4, 6}), id="weekday_step_does_not_double_sunday"),
         pytest.param("0 0 */10 * *", "days", frozenset({1, 11, 21, 31}), id="day_of_month_step"),
     ],
 )
@@ -113,12 +111,8 @@ def test_wildcard_is_decided_by_the_minute_and_hour_text(text: str, wildcard: bo
         pytest.param("0 0 13 * 5", date(2027, 3, 13), True, id="both_restricted_day_of_month_alone_matches"),
         pytest.param("0 0 13 * 5", date(2027, 3, 5), True, id="both_restricted_weekday_alone_matches"),
         pytest.param("0 0 13 * 5", date(2027, 3, 6), False, id="both_restricted_neither_matches"),
-        pytest.param(
-            "0 0 */2 * 1", date(2027, 3, 3), False, id="star_step_day_of_month_is_unrestricted_so_and"
-        ),
-        pytest.param(
-            "0 0 */2 * 1", date(2027, 3, 1), True, id="star_step_day_of_month_and_weekday_both_match"
-        ),
+        pytest.param("0 0 */2 * 1", date(2027, 3, 3), False, id="star_step_day_of_month_is_unrestricted_so_and"),
+        pytest.param("0 0 */2 * 1", date(2027, 3, 1), True, id="star_step_day_of_month_and_weekday_both_match"),
         pytest.param("0 0 */2 * 1", date(2027, 3, 8), False, id="star_step_day_of_month_even_day_fails_and"),
         pytest.param("0 0 1 * *", date(2027, 3, 1), True, id="only_day_of_month_restricted"),
         pytest.param("0 0 1 * *", date(2027, 3, 2), False, id="only_day_of_month_restricted_other_day"),
@@ -196,9 +190,7 @@ class TestJenkinsH:
         pytest.param("* * * *", "got 4", id="too_few_fields"),
         pytest.param("* * * * * * *", "got 7", id="too_many_fields"),
         pytest.param("@reboot", "unsupported macro '@reboot'", id="unknown_macro"),
-        pytest.param(
-            "60 * * * *", "field 1 (minute) '60': value 60 out of range 0-59", id="minute_out_of_range"
-        ),
+        pytest.param("60 * * * *", "field 1 (minute) '60': value 60 out of range 0-59", id="minute_out_of_range"),
         pytest.param("0 24 * * *", "field 2 (hour) '24'", id="hour_out_of_range"),
         pytest.param("0 0 0 * *", "field 3 (day-of-month) '0'", id="day_zero"),
         pytest.param("0 0 * 13 *", "field 4 (month) '13'", id="month_out_of_range"),
@@ -219,9 +211,7 @@ class TestJenkinsH:
         pytest.param("H(5) * * * *", "is not H, H(a-b), H/n or H(a-b)/n", id="bad_h_form"),
         pytest.param("H(20-10) * * * *", "starts after it ends", id="backwards_h_range"),
         pytest.param("H(0-70) * * * *", "value 70 out of range", id="h_range_out_of_range"),
-        pytest.param(
-            "H(0-9)/20 * * * *", "step 20 is larger than the range 0-9", id="h_step_larger_than_range"
-        ),
+        pytest.param("H(0-9)/20 * * * *", "step 20 is larger than the range 0-9", id="h_step_larger_than_range"),
         pytest.param("0 0 30 2 *", "never matches", id="february_thirtieth"),
         pytest.param("0 0 31 4,6,9,11 *", "never matches", id="thirty_first_of_short_months"),
     ],

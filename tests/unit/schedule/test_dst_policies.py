@@ -319,9 +319,7 @@ def test_nominal_times_across_daylight_saving_changes(c: Case) -> None:
         pytest.param("H H * * *", RUN_AFTER_CHANGE, ONCE, id="hashed_fields_are_not_wildcard"),
     ],
 )
-def test_auto_policies_resolve_by_wildcardness(
-    schedule: str, skipped: SkippedTime, repeated: RepeatedTime
-) -> None:
+def test_auto_policies_resolve_by_wildcardness(schedule: str, skipped: SkippedTime, repeated: RepeatedTime) -> None:
     timetable = build_timetable(schedule)
     assert (timetable.skipped_policy, timetable.repeated_policy) == (skipped, repeated)
 

@@ -205,9 +205,7 @@ class TestBackoffDelay:
         ("attempts", "base"),
         [(1, 30), (2, 60), (3, 120), (4, 240), (7, 1920), (8, 3600), (100, 3600), (10_000, 3600)],
     )
-    def test_grows_exponentially_with_up_to_ten_percent_jitter_below_the_cap(
-        self, attempts: int, base: int
-    ) -> None:
+    def test_grows_exponentially_with_up_to_ten_percent_jitter_below_the_cap(self, attempts: int, base: int) -> None:
         delay = self.delay(attempts)
         assert timedelta(seconds=base) <= delay <= min(timedelta(seconds=base * 1.1), timedelta(hours=1))
 

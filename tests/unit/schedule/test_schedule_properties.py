@@ -110,9 +110,7 @@ def test_next_after_is_later_and_is_the_first_of_iter_after(text: str, zone: str
 
 @settings(max_examples=100, deadline=None)
 @given(text=cron_texts(), zone=st.sampled_from(ZONES), after=instants, limit=st.integers(0, 20))
-def test_between_and_latest_between_agree_with_iteration(
-    text: str, zone: str, after: datetime, limit: int
-) -> None:
+def test_between_and_latest_between_agree_with_iteration(text: str, zone: str, after: datetime, limit: int) -> None:
     timetable = build_timetable(text, time_zone=zone)
     until = after + timedelta(minutes=90)
     oldest, more = timetable.between(after, until, limit=limit)

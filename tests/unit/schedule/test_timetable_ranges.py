@@ -35,9 +35,7 @@ def test_next_after_honours_the_time_zone() -> None:
 
 
 def test_next_after_finds_a_leap_day_years_ahead() -> None:
-    assert build_timetable("0 0 29 2 *").next_after(utc("2028-03-01T00:00:00Z")) == utc(
-        "2032-02-29T00:00:00Z"
-    )
+    assert build_timetable("0 0 29 2 *").next_after(utc("2028-03-01T00:00:00Z")) == utc("2032-02-29T00:00:00Z")
 
 
 def test_next_after_gives_none_when_nothing_matches_within_ten_years() -> None:
@@ -114,9 +112,7 @@ def test_a_per_second_schedule_is_fast() -> None:
     started = time.perf_counter()
     for minute in range(200):
         timetable.next_after(utc("2027-10-31T00:30:00Z") + timedelta(minutes=minute))
-    times, truncated = timetable.between(
-        utc("2027-10-30T22:00:00Z"), utc("2027-10-31T04:00:00Z"), limit=30000
-    )
+    times, truncated = timetable.between(utc("2027-10-30T22:00:00Z"), utc("2027-10-31T04:00:00Z"), limit=30000)
     assert time.perf_counter() - started < 2.0
     assert len(times) == 6 * 3600  # six UTC hours, including both Berlin 02:xx hours
     assert not truncated
@@ -137,12 +133,8 @@ def test_policies_may_be_given_as_spec_strings() -> None:
     [
         pytest.param({"schedule": "nope"}, "schedule", id="bad_schedule"),
         pytest.param({"schedule": "@daily", "time_zone": "Mars/Olympus"}, "timeZone", id="bad_zone"),
-        pytest.param(
-            {"schedule": "@daily", "skipped": "Never"}, "daylightSaving.skippedTime", id="bad_skipped"
-        ),
-        pytest.param(
-            {"schedule": "@daily", "repeated": "Thrice"}, "daylightSaving.repeatedTime", id="bad_repeat"
-        ),
+        pytest.param({"schedule": "@daily", "skipped": "Never"}, "daylightSaving.skippedTime", id="bad_skipped"),
+        pytest.param({"schedule": "@daily", "repeated": "Thrice"}, "daylightSaving.repeatedTime", id="bad_repeat"),
     ],
 )
 def test_build_timetable_errors_name_the_field(kwargs: dict[str, str], field: str) -> None:
