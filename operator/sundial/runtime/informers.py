@@ -15,6 +15,10 @@
   the shipped RBAC does not grant (and namespaced installs must not need). ``--namespace`` values are exact
   names; the resources are discovered once at startup, so the CRD must exist before the operator starts.
 * An explicit ``@kopf.on.login`` gives kopf the same credentials as our own client.
+* kopf 1.45 still *builds* a diff-base essence (a deep copy of the whole body, then another in the progress
+  storage) for every watch event before it looks at which handlers exist; only changing and spawning causes
+  use it. With watching handlers only, :class:`EventOnlyDiffBase` makes that essence empty: in a 400-object
+  herd profile the two deep copies were ~14% of the operator's CPU.
 """
 
 from __future__ import annotations
@@ -55,6 +59,16 @@ async def connection_info(configuration: Any) -> Any:
     )
 
 
+class EventOnlyDiffBase(kopf.AnnotationsDiffBaseStorage):
+    """kopf's default diff-base storage, except that the essence it builds is empty (no deep copy).
+
+    Only valid while the registry has no changing handlers, daemons or timers (:func:`registry` registers
+    none): the essence feeds only their causes. Nothing is ever stored (that needs a changing handler)."""
+
+    def build(self, *, body: Any, extra_fields: Any = None) -> Any:
+        return {}
+
+
 def operator_settings() -> Any:
     """kopf settings: no Event posting, no peering, no cluster scanning, server-side Job label selector."""
     settings = kopf.OperatorSettings()
@@ -66,6 +80,7 @@ def operator_settings() -> Any:
     settings.watching.label_selectors["batch", "v1", "jobs"] = names.SCHEDULED_JOB_LABEL
     settings.watching.inactivity_timeout = 70.0
     settings.queueing.worker_limit = None
+    settings.persistence.diffbase_storage = EventOnlyDiffBase()
     return settings
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import kopf
 from kopf._cogs.structs import references
 
 from sundial.runtime import informers
@@ -56,3 +57,12 @@ async def test_handlers_hand_the_raw_event_to_the_store_and_return_none() -> Non
     for handler in registry._watching.get_all_handlers():
         assert await handler.fn(event={"type": "ADDED", "object": {}}) is None
     assert sorted(seen) == [("job", "ADDED"), ("sj", "ADDED")]
+
+
+def test_the_diff_base_essence_is_empty_so_kopf_deep_copies_nothing_per_event() -> None:
+    settings = informers.operator_settings()
+    storage = settings.persistence.diffbase_storage
+    assert isinstance(storage, informers.EventOnlyDiffBase)
+    body = {"apiVersion": "v1", "kind": "X", "metadata": {"name": "a", "annotations": {}}, "spec": {"big": [1] * 100}}
+    assert storage.build(body=kopf.Body(body)) == {}
+    assert storage.fetch(body=kopf.Body(body)) is None  # nothing was ever stored: fetch is kopf's own
