@@ -251,10 +251,8 @@ class Report:
         return sum(len(s.lost) for s in self.sjs)
 
     def table(self) -> str:
-        faults = [f"{k}={v}" for k, v in sorted(self.faults.items())] or ["none"]
-        fault_rows = [
-            ("faults injected" if i == 0 else "", ", ".join(faults[i : i + 3])) for i in range(0, len(faults), 3)
-        ]
+        faults = [f"{k}: {v}" for k, v in sorted(self.faults.items())] or ["none"]
+        fault_rows = [("faults injected" if i == 0 else "", fault) for i, fault in enumerate(faults)]
         rows = [
             ("scenario", self.scenario),
             ("ScheduledJobs", str(len(self.sjs))),
