@@ -69,6 +69,12 @@ def _run(args: argparse.Namespace) -> int:
         str(args.health_port),
     ]
     process = subprocess.Popen(command, env=os.environ.copy())
+
+    def forward(signum: int, _frame: object) -> None:
+        process.send_signal(signum)
+
+    # SIGTERM to `sundial dev` must not orphan the operator; Ctrl-C reaches both through the process group.
+    previous = signal.signal(signal.SIGTERM, forward)
     try:
         return process.wait()
     except KeyboardInterrupt:
@@ -78,6 +84,8 @@ def _run(args: argparse.Namespace) -> int:
         except subprocess.TimeoutExpired:
             process.kill()
             return process.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def register(subparsers: Any) -> None:
