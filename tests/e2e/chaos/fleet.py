@@ -141,6 +141,18 @@ class Fleet:
                 raise AssertionError(f"no live Lease holder after {timeout:.0f}s (lease: {dict(self.lease())})")
             time.sleep(0.3)
 
+    def holder_record(self, timeout: float) -> tuple[Replica, Mapping[str, Any]]:
+        """Poll until one Lease read names a live holder: (that replica, that read)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            record = self.lease()
+            replica = self.replicas.get(str(record.get("holderIdentity") or ""))
+            if replica is not None and replica.alive():
+                return replica, record
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no live Lease holder after {timeout:.0f}s (lease: {dict(record)})")
+            time.sleep(0.3)
+
     def tails(self, lines: int = 40) -> str:
         out = []
         for replica in self.replicas.values():

@@ -77,10 +77,10 @@ class Chaos:
         return None
 
     def sigstop_leader(self) -> None:
-        lease = self.fleet.lease()
-        holder = self.fleet.replicas.get(str(lease.get("holderIdentity")))
-        if holder is None or not holder.alive():
-            return self.kill_leader()
+        try:
+            holder, lease = self.fleet.holder_record(timeout=30)
+        except AssertionError:
+            return self.kill_random()
         token = f"0-{int(lease.get('leaseTransitions') or 0)}"
         stopped = time.time()
         holder.signal(signal.SIGSTOP)

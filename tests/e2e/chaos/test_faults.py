@@ -95,8 +95,7 @@ def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> N
     h.create_scheduled_jobs(10, EVERY_2S)
     fleet.wait_for_holder(timeout=60)
     _run_for(4)  # past the start-up shard hand-offs
-    record = fleet.lease()  # one read: the holder and its fencing token together
-    zombie = fleet.replicas[str(record["holderIdentity"])]
+    zombie, record = fleet.holder_record(timeout=60)  # one read: the holder and its fencing token together
     stale = f"0-{int(record.get('leaseTransitions') or 0)}"
     stopped_at = time.time()
     zombie.signal(signal.SIGSTOP)
