@@ -229,6 +229,8 @@ class Report:
     problems: list[str]
     relisted: int
     watch_breaks: int
+    missed_events: int | None = None
+    """``MissedSchedule`` Events found at the end (best effort, so reported, not asserted)."""
 
     @property
     def expected(self) -> int:
@@ -260,6 +262,7 @@ class Report:
             ("runs expected", str(self.expected)),
             ("runs started", str(self.started)),
             ("runs missed (counted)", str(self.missed)),
+            ("MissedSchedule Events", "-" if self.missed_events is None else str(self.missed_events)),
             ("runs lost", str(self.lost)),
             ("(run, attempt) duplicated", str(self.duplicated)),
             *fault_rows,

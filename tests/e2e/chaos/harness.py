@@ -167,6 +167,9 @@ class Harness:
             faults.update({f"proxy {k}": v for k, v in self.proxy.injected.items()})
         report = audit(scenario, self.scheduled_jobs(), self.watch.snapshot(), faults=faults, watch=self.watch,
                        zombie=zombie, zombies=zombies)  # fmt: skip
+        events = self.cluster.get_json("events", "-n", self.namespace, "--field-selector", "reason=MissedSchedule")
+        # One Event per missed run (up to a per-pass cap, then a summary); the API server may merge repeats.
+        report.missed_events = sum(int(e.get("count") or 1) for e in (events or {}).get("items") or [])
         table = report.table()
         print(f"\n{table}")
         out = os.environ.get("SUNDIAL_CHAOS_REPORT_DIR")
