@@ -202,9 +202,11 @@ class Leadership:
         if listed is not None:
             self._track_members(listed, started)
         live = {seen.record.holder for seen in self._members.values() if self._alive(seen, started)}
-        live.discard(member.identity)
-        if member.holding:
-            live.add(member.identity)
+        # A replica always counts itself: it knows it is alive even when its own member renewal came late
+        # (a stalled event loop, an API server restart). Leaving itself out made replicas hand each other
+        # the same shards after every restart, so nobody acted for a lease period. Safety never depends on
+        # membership: only the shard Leases' compare-and-set and the renew deadline decide who acts.
+        live.add(member.identity)
         self._reassign(tuple(sorted(h for h in live if h)), started)
 
         renewals = []

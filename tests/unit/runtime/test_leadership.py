@@ -254,3 +254,33 @@ async def test_a_renewal_after_the_renew_deadline_is_reported_so_the_shard_is_pl
     await a.leadership.step()
     assert a.leadership.held() == SHARDS
     assert changes == [change for s in range(SHARDS) for change in ((s, False), (s, True))]
+
+
+class StallingLeases(FakeLeases):
+    """Member renewals whose answer arrives after the renew deadline (an event loop stalled by a herd)."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.stall = False
+
+    async def replace(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
+        answer = await super().replace(namespace=namespace, name=name, record=record)
+        if self.stall and "-member-" in name:
+            self.clock.now += DEADLINE + RETRY
+        return answer
+
+
+async def test_a_replica_whose_own_member_renewal_came_late_still_counts_itself() -> None:
+    # After an API server restart every replica's member renewal may come past the renew deadline. If a
+    # replica then left itself out, two replicas would hand each other the same shards and nobody would act.
+    clock = Clock()
+    api = StallingLeases(clock)
+    a, b = replica(api, clock, "replica-a"), replica(api, clock, "replica-b")
+    await rounds([a, b], clock, 3)
+    assert held([a, b]) == {"replica-a": 6, "replica-b": 6}
+    api.stall = True
+    await a.leadership.step()
+    await a.leadership.settle()
+    assert "replica-a" in a.leadership.members
+    assert a.leadership.assigned, "a replica must keep assigning shards to itself"
