@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from datetime import UTC, datetime
@@ -30,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--load-wait", type=float, default=900.0)
     sub.add_parser("report", help="re-render report.md and plots of a results folder").add_argument("folder", type=Path)
     args = parser.parse_args(argv)
+    # Background shells ignore SIGINT; make SIGINT and SIGTERM unwind (operators, watchers, sandboxes stopped).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.command == "report":
         results = json.loads((args.folder / "results.json").read_text(encoding="utf-8"))
         report.render(results, args.folder)
