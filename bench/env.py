@@ -262,6 +262,7 @@ class JobWatch:
 
     def __init__(self, kubeconfig: Path, out: Path) -> None:
         self.out = out
+        out.unlink(missing_ok=True)  # never mix in an earlier run's records (same namespaces and Job names)
         ready = out.with_suffix(out.suffix + ".ready")
         ready.unlink(missing_ok=True)
         self.process = subprocess.Popen([sys.executable, "-m", "bench.watcher", str(kubeconfig), str(out)], cwd=REPO)
