@@ -16,14 +16,17 @@ SUNDIAL_BURST = 1000
 
 SIZES: dict[str, dict[str, Any]] = {
     "smoke": {
+        "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 100, "herd_namespaces": 4, "steady_m": 50, "steady_minutes": 1, "scale_n": 500,
         "cost_n": 100, "failover_objects": 5, "idle_seconds": 10,
     },
     "small": {
+        "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 300, "herd_namespaces": 10, "steady_m": 100, "steady_minutes": 2, "scale_n": 2000,
         "cost_n": 200, "failover_objects": 10, "idle_seconds": 20,
     },
     "full": {
+        "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 2000, "herd_namespaces": 20, "steady_m": 1000, "steady_minutes": 10, "scale_n": 50000,
         "cost_n": 500, "failover_objects": 20, "idle_seconds": 60,
     },
@@ -45,8 +48,8 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             out=out,
             n=params["herd_n"],
             namespaces=params["herd_namespaces"],
-            operator_args=operator_args(),
-            kcm_raised=kcm_raised(),
+            operator_args=operator_args(params["sundial_qps"], params["sundial_burst"]),
+            kcm_raised=kcm_raised(params["sundial_qps"], params["sundial_burst"]),
             contenders=contenders,
             profile=profile,
         ).run()
@@ -55,8 +58,8 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             out=out,
             n=params["cost_n"],
             namespaces=params["herd_namespaces"],
-            operator_args=operator_args(),
-            kcm_raised=kcm_raised(),
+            operator_args=operator_args(params["sundial_qps"], params["sundial_burst"]),
+            kcm_raised=kcm_raised(params["sundial_qps"], params["sundial_burst"]),
             contenders=["raw", "sundial", "cronjob-default"],
             settle_writes=True,
             name="cost",
