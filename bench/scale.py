@@ -21,6 +21,23 @@ async def idle(pid: int, seconds: float) -> float:
     return round(100 * (env.cpu_seconds(pid) - before) / seconds, 2)
 
 
+async def quiet(operator: env.Operator, limit: float, still: float = 10.0) -> float:
+    """Seconds until the operator's ``sundial_api_requests_total`` (Leases aside) stopped moving for STILL s."""
+    start, last, since = time.monotonic(), -1.0, time.monotonic()
+    while time.monotonic() - start < limit:
+        total = sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in operator.metrics().splitlines()
+            if line.startswith("sundial_api_requests_total{") and 'resource="leases"' not in line
+        )
+        if total != last:
+            last, since = total, time.monotonic()
+        elif time.monotonic() - since >= still:
+            break
+        await asyncio.sleep(1.0)
+    return round(time.monotonic() - start, 1)
+
+
 class Scale:
     def __init__(
         self, *, out: Path, n: int, namespaces: int, idle_seconds: float, operator_args: list[str], name: str = "scale"
@@ -58,7 +75,9 @@ class Scale:
             try:
                 result["operator_ready_seconds"] = round(operator.wait_ready(timeout=600), 2)
                 result["operator_rss_mb_at_ready"] = env.rss_mb(operator.pid)
-                await asyncio.sleep(10)
+                # Objects created while no operator ran get their first status write after start (at the
+                # operator's --qps): idle is measured only once its API requests have stopped for 10 s.
+                result["operator_settle_seconds"] = await quiet(operator, limit=max(120.0, self.n / 40))
                 result["operator_idle_cpu_pct"] = await idle(operator.pid, self.idle_seconds)
                 result["operator_rss_mb"] = env.rss_mb(operator.pid)
                 result["operator_due_index_size"] = operator.metric("sundial_due_index_size")
