@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 SANDBOX_DIR ?= .sundial/sandbox
 PYTEST_ARGS ?=
 
-.PHONY: dev test venv controlplane helm lint typecheck imports unit e2e check-crds clean
+.PHONY: dev test bench venv controlplane helm lint typecheck imports unit e2e check-crds clean
 
 ## Runs Sundial on a local sandbox cluster with example ScheduledJobs firing (Ctrl-C stops it).
 dev: venv controlplane
@@ -16,6 +16,12 @@ dev: venv controlplane
 ## The whole test suite: quality gates, unit tests and end-to-end tests on a real control plane.
 test: venv controlplane helm lint typecheck imports check-crds
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+## The benchmark suite (issue 6): all five scenarios at full size, results in bench/results/<UTC time>/.
+## Not part of `make test`; takes about an hour on 2 cores. See docs/benchmarks.md.
+BENCH_ARGS ?=
+bench: venv controlplane
+	$(BIN)/python -m bench run $(BENCH_ARGS)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
