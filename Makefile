@@ -42,8 +42,8 @@ helm:
 	bash tools/helm/build.sh
 
 lint:
-	$(BIN)/ruff check operator tests
-	$(BIN)/ruff format --check operator tests
+	$(BIN)/ruff check operator tests bench tools
+	$(BIN)/ruff format --check operator tests bench tools
 
 typecheck:
 	$(BIN)/mypy
