@@ -236,12 +236,15 @@ _RUNNING_NOT_DELETED = """\
       values: ['Running']
 """
 
-_POD_COMPLETE = (
-    """\
+
+def _pod_finish_stage(*, name: str, selector: str, reason: str, exit_code: int, terminated: str, phase: str) -> str:
+    """A Stage that ends a Running pod (after the optional duration) with one terminated state per container."""
+    return (
+        f"""\
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
-  name: pod-complete
+  name: {name}
 spec:
   resourceRef:
     apiGroup: v1
@@ -249,105 +252,73 @@ spec:
   selector:
     matchExpressions:
 """
-    + _RUNNING_NOT_DELETED
-    + f"""\
+        + _RUNNING_NOT_DELETED
+        + selector
+        + _DELAY
+        + """\
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $startedAt := or .status.startTime $now }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Initialized
+"""
+        + f"""\
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        reason: {reason}
+        status: "False"
+        type: Ready
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        reason: {reason}
+        status: "False"
+        type: ContainersReady
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - image: {{{{ .image | Quote }}}}
+        name: {{{{ .name | Quote }}}}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: {exit_code}
+            finishedAt: {{{{ $now | Quote }}}}
+{terminated}            startedAt: {{{{ $startedAt | Quote }}}}
+      {{{{ end }}}}
+      phase: {phase}
+"""
+    )
+
+
+_POD_COMPLETE = _pod_finish_stage(
+    name="pod-complete",
+    selector=f"""\
     - key: '.metadata.ownerReferences.[].kind'
       operator: In
       values: ['Job']
     - key: '.metadata.labels["{OUTCOME_LABEL}"]'
       operator: NotIn
       values: ['{OUTCOME_FAIL}']
-"""
-    + _DELAY
-    + """\
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      {{ $startedAt := or .status.startTime $now }}
-      conditions:
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: Initialized
-      - lastTransitionTime: {{ $now | Quote }}
-        reason: PodCompleted
-        status: "False"
-        type: Ready
-      - lastTransitionTime: {{ $now | Quote }}
-        reason: PodCompleted
-        status: "False"
-        type: ContainersReady
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
-        restartCount: 0
-        started: false
-        state:
-          terminated:
-            exitCode: 0
-            finishedAt: {{ $now | Quote }}
-            reason: Completed
-            startedAt: {{ $startedAt | Quote }}
-      {{ end }}
-      phase: Succeeded
-"""
+""",
+    reason="PodCompleted",
+    exit_code=0,
+    terminated="            reason: Completed\n",
+    phase="Succeeded",
 )
 
-_POD_FAIL = (
-    """\
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: pod-fail
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-"""
-    + _RUNNING_NOT_DELETED
-    + f"""\
+_POD_FAIL = _pod_finish_stage(
+    name="pod-fail",
+    selector=f"""\
     - key: '.metadata.labels["{OUTCOME_LABEL}"]'
       operator: In
       values: ['{OUTCOME_FAIL}']
-"""
-    + _DELAY
-    + """\
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      {{ $startedAt := or .status.startTime $now }}
-      conditions:
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: Initialized
-      - lastTransitionTime: {{ $now | Quote }}
-        reason: PodFailed
-        status: "False"
-        type: Ready
-      - lastTransitionTime: {{ $now | Quote }}
-        reason: PodFailed
-        status: "False"
-        type: ContainersReady
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
-        restartCount: 0
-        started: false
-        state:
-          terminated:
-            exitCode: 1
-            finishedAt: {{ $now | Quote }}
-            reason: Error
-            message: failed by the sandbox outcome label
-            startedAt: {{ $startedAt | Quote }}
-      {{ end }}
-      phase: Failed
-"""
+""",
+    reason="PodFailed",
+    exit_code=1,
+    terminated="            reason: Error\n            message: failed by the sandbox outcome label\n",
+    phase="Failed",
 )
 
 _POD_DELETE = """\
