@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import Field
 
 from sundial.model.base import StatusModel
@@ -133,8 +131,3 @@ class ScheduledJobStatus(StatusModel):
     def condition(self, kind: str) -> Condition | None:
         """The condition of this type, if present."""
         return next((c for c in self.conditions if c.type == kind), None)
-
-
-def utc_key(value: datetime) -> str:
-    """A stable text key for a nominal time, used to match runs across lists."""
-    return value.isoformat()
