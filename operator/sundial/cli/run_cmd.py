@@ -41,6 +41,20 @@ def register(subparsers: Any) -> None:
     add("--shards", type=int, default=_DEFAULTS.shards, help="one Lease per shard; objects map by UID hash")
     add("--qps", type=float, default=_DEFAULTS.qps, help="client-side API rate limit (requests/second)")
     add("--burst", type=int, default=_DEFAULTS.burst, help="client-side API burst")
+    add(
+        "--event-qps",
+        type=float,
+        default=_DEFAULTS.event_qps,
+        help="Event writes per second (a token bucket of their own, apart from --qps)",
+    )
+    add("--event-burst", type=int, default=_DEFAULTS.event_burst, help="Event write burst")
+    add(
+        "--event-series-interval",
+        type=float,
+        default=_DEFAULTS.event_series_interval,
+        metavar="SECONDS",
+        help="at most one write per Event series (object, type, reason) this often; repeats are counted",
+    )
     add("--max-concurrency", type=int, default=_DEFAULTS.max_concurrency, help="objects reconciled at once")
     add("--metrics-port", type=int, default=_DEFAULTS.metrics_port, help="Prometheus /metrics port (0: off)")
     add("--health-port", type=int, default=_DEFAULTS.health_port, help="/healthz and /readyz port (0: off)")
@@ -103,6 +117,9 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
         shards=args.shards,
         qps=args.qps,
         burst=args.burst,
+        event_qps=args.event_qps,
+        event_burst=args.event_burst,
+        event_series_interval=args.event_series_interval,
         max_concurrency=args.max_concurrency,
         metrics_port=args.metrics_port,
         health_port=args.health_port,

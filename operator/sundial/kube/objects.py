@@ -14,6 +14,12 @@ from sundial import model
 from sundial.kube import errors, requests, results
 
 _SJ = (model.resource.GROUP, model.resource.VERSION)
+#: Event messages are cut to this many characters (as events.k8s.io limits a note to 1 kB).
+MAX_EVENT_MESSAGE = 1024
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def controller_uid(body: Mapping[str, Any]) -> str | None:
@@ -255,10 +261,16 @@ class ObjectsApi:
         type_: str,
         reason: str,
         message: str,
-        now: datetime,
+        first: datetime,
+        last: datetime,
+        count: int,
         instance: str,
-    ) -> None:
-        """A core/v1 Event on the ScheduledJob (reportingComponent ``sundial``)."""
+    ) -> str:
+        """A core/v1 Event on the ScheduledJob (reportingComponent ``sundial``); returns its name.
+
+        ``count`` occurrences between ``first`` and ``last``: an Event series (``kubectl describe`` shows
+        "(x<count> over <last - first>)"), continued by :meth:`patch_event`.
+        """
         body = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -273,15 +285,15 @@ class ObjectsApi:
             },
             "type": type_,
             "reason": reason,
-            "message": message[:1024],
-            "firstTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "lastTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "count": 1,
+            "message": message[:MAX_EVENT_MESSAGE],
+            "firstTimestamp": _timestamp(first),
+            "lastTimestamp": _timestamp(last),
+            "count": count,
             "source": {"component": "sundial"},
             "reportingComponent": "sundial",
             "reportingInstance": instance[:128],
         }
-        await self._req.call(
+        created = await self._req.call(
             verb="create",
             resource="events",
             ok=201,
@@ -291,3 +303,33 @@ class ObjectsApi:
                 )
             ),
         )
+        return str((created.get("metadata") or {}).get("name", ""))
+
+    async def patch_event(
+        self, *, namespace: str, name: str, count: int, last_timestamp: datetime, message: str
+    ) -> results.PatchResult:
+        """Continue an Event series: a merge patch of ``count``, ``lastTimestamp`` and ``message``.
+
+        :class:`results.Gone` when the Event no longer exists (the API server's Event TTL, 1 h by default).
+        """
+        patch = {"count": count, "lastTimestamp": _timestamp(last_timestamp), "message": message[:MAX_EVENT_MESSAGE]}
+        try:
+            await self._req.call(
+                verb="patch",
+                resource="events",
+                request=lambda: raw_json(
+                    self._core.patch_namespaced_event(
+                        name,
+                        namespace,
+                        patch,
+                        _content_type="application/merge-patch+json",
+                        _request_timeout=requests.REQUEST_TIMEOUT,
+                        _preload_content=False,
+                    )
+                ),
+            )
+        except errors.KubeError as error:
+            if error.code == 404:
+                return results.Gone()
+            raise
+        return results.Done()

@@ -62,3 +62,4 @@ class Done:
 CreateResult = Created | Adopted | Unexpected | Invalid
 WriteResult = Written | Conflict | Gone
 DeleteResult = Done | Conflict
+PatchResult = Done | Gone

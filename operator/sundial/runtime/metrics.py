@@ -45,6 +45,15 @@ class Metrics:
         )
         self.due_index_size = Gauge("sundial_due_index_size", "ScheduledJobs with a pending wake-up.", registry=r)
         self.reconciles = Counter("sundial_reconciles", "Planning passes by outcome.", ["outcome"], registry=r)
+        self.events = Counter(
+            "sundial_events",
+            "Events by result: created and patched (API writes), aggregated (occurrences counted into an "
+            "existing series), dropped (occurrences lost to a full queue or cache), failed (API writes that failed).",
+            ["result"],
+            registry=r,
+        )
+        for result in ("created", "patched", "aggregated", "dropped", "failed"):
+            self.events.labels(result=result)
         self.api_requests = Counter(
             "sundial_api_requests", "Kubernetes API requests.", ["verb", "resource", "code"], registry=r
         )

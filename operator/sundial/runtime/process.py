@@ -13,7 +13,7 @@ from typing import Any
 import kopf
 
 from sundial.kube import connections, leases, objects, ratelimits, requests
-from sundial.runtime import admission, informers, probes
+from sundial.runtime import admission, events, informers, probes
 from sundial.runtime.dispatcher import Dispatcher
 from sundial.runtime.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.metrics import Metrics
@@ -51,6 +51,13 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         observer=metrics,
     )
     lease_api = leases.KubeLeaseApi(api_client=client, requester=lease_requester)
+    # Events too (--event-qps/--event-burst), sent in the background: they never delay a claim or a Job.
+    recorder = events.EventRecorder(
+        api=events.events_api(api_client=client, settings=settings, metrics=metrics),
+        metrics=metrics,
+        identity=settings.identity,
+        series_interval=settings.event_series_interval,
+    )
     store = Store()
     listing = InitialListing(store)
     stopping = asyncio.Event()
@@ -100,9 +107,9 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         api=api,
         leadership=leadership,
         planner=planner or default_planner(),
+        events=recorder,
         metrics=metrics,
         clock=utcnow,
-        identity=settings.identity,
         crash_after_claim=settings.test_crash_after_claim,
     )
 
@@ -180,6 +187,8 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         asyncio.create_task(dispatch_when_ready(), name="dispatcher"),
         asyncio.create_task(take_over_signals(), name="signals"),
     ]
+    # Not cancelled at shutdown like the others: it flushes pending Events (bounded) once STOPPING is set.
+    events_task = asyncio.create_task(recorder.run(stopping), name="events")
     logger.info(
         "sundial operator %s started (shards=%d, namespaces=%s)",
         settings.identity,
@@ -188,7 +197,7 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
     )
     code = 0
     try:
-        pending: set[asyncio.Task[Any]] = {kopf_task, *tasks}
+        pending: set[asyncio.Task[Any]] = {kopf_task, events_task, *tasks}
         while pending and not stopping.is_set():
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             failed = [task for task in done if not task.cancelled() and task.exception() is not None]
@@ -203,6 +212,8 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await leadership.release()
+        with contextlib.suppress(asyncio.TimeoutError, Exception):
+            await asyncio.wait_for(events_task, timeout=events.SHUTDOWN_FLUSH + 1)
         with contextlib.suppress(asyncio.TimeoutError, Exception):
             await asyncio.wait_for(kopf_task, timeout=10)
         for runner in runners:

@@ -62,9 +62,11 @@ class ObjectsApi(Protocol):
 
     async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult: ...
 
-    async def create_event(
-        self, *, involved: model.ObjectMeta, type_: str, reason: str, message: str, now: datetime, instance: str
-    ) -> None: ...
+
+class EventSink(Protocol):
+    """Where Events go: :class:`sundial.runtime.events.EventRecorder` (sent in the background)."""
+
+    def record(self, involved: model.ObjectMeta, type_: str, reason: str, message: str) -> None: ...
 
 
 class Reconciler:
@@ -75,9 +77,9 @@ class Reconciler:
         api: ObjectsApi,
         leadership: Leadership,
         planner: Planner,
+        events: EventSink,
         metrics: Metrics,
         clock: Callable[[], datetime],
-        identity: str,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         crash_after_claim: int = 0,
         hard_exit: Callable[[int], None] = _hard_exit,
@@ -86,9 +88,9 @@ class Reconciler:
         self._api = api
         self._lead = leadership
         self._plan = planner
+        self._events = events
         self._metrics = metrics
         self._clock = clock
-        self._identity = identity
         self._sleep = sleep
         self._synthetic: dict[Key, dict[str, ObservedJob]] = {}
         self._active: dict[Key, int] = {}
@@ -209,9 +211,9 @@ class Reconciler:
                     )
                     if isinstance(deleted, results.Done) and deleted.existed:
                         message = f"Deleted job {action.name} ({action.reason})"
-                        await self._event(shard, obj, "Normal", "SuccessfulDelete", message)
+                        self._event(shard, obj, "Normal", "SuccessfulDelete", message)
                 case actions.EmitEvent():
-                    await self._event(shard, obj, action.type.value, action.reason.value, action.message)
+                    self._event(shard, obj, action.type.value, action.reason.value, action.message)
                 case actions.DeleteScheduledJob():
                     self._lead.check(shard)
                     await self._retrying(
@@ -239,7 +241,7 @@ class Reconciler:
                 self._store.put_job(body)
                 logger.info("adopted existing Job %s/%s", key[0], name)
             case results.Unexpected(owner_uid=owner):
-                await self._event(
+                self._event(
                     shard,
                     obj,
                     "Warning",
@@ -260,26 +262,10 @@ class Reconciler:
                 return True
         return False
 
-    async def _event(self, shard: int, obj: model.ScheduledJob, type_: str, reason: str, message: str) -> None:
-        """Best effort: an Event never fails the pass."""
-        if not self._lead.acting(shard):
-            return
-        guard = requests.SEND_GUARD.set(functools.partial(self._lead.check, shard))
-        try:
-            await self._api.create_event(
-                involved=obj.metadata,
-                type_=type_,
-                reason=reason,
-                message=message,
-                now=self._clock(),
-                instance=self._identity,
-            )
-        except Exception as error:
-            logger.info(
-                "could not post Event %s on %s/%s: %s", reason, obj.metadata.namespace, obj.metadata.name, error
-            )
-        finally:
-            requests.SEND_GUARD.reset(guard)
+    def _event(self, shard: int, obj: model.ScheduledJob, type_: str, reason: str, message: str) -> None:
+        """Recorded only while this replica acts for the shard; sent in the background, best effort."""
+        if self._lead.acting(shard):
+            self._events.record(obj.metadata, type_, reason, message)
 
     def _count(self, old: model.ScheduledJobStatus, new: model.ScheduledJobStatus) -> None:
         """Counters from the status deltas the claim just recorded."""

@@ -46,6 +46,17 @@ class Settings:
     burst: int = 100
     """Token bucket size: requests allowed at once after a quiet period."""
 
+    event_qps: float = 10.0
+    """Sustained Event writes per second: a token bucket of their own (:mod:`sundial.runtime.events`), so
+    Events never spend the :attr:`qps` budget of claims and Job creates."""
+
+    event_burst: int = 50
+    """Event writes allowed at once after a quiet period."""
+
+    event_series_interval: float = 60.0
+    """Seconds between two writes of one Event series (same object, type and reason): repeats within it only
+    count up in memory and are sent as one PATCH of ``count``/``lastTimestamp``/``message``."""
+
     max_concurrency: int = 16
     """Objects reconciled at the same time."""
 
@@ -107,6 +118,12 @@ class Settings:
             raise ValueError("--shards must be at least 1")
         if self.qps <= 0 or self.burst < 1:
             raise ValueError("--qps must be > 0 and --burst >= 1")
+        if self.event_qps <= 0:
+            raise ValueError("--event-qps must be > 0")
+        if self.event_burst < 1:
+            raise ValueError("--event-burst must be at least 1")
+        if not 0 < self.event_series_interval <= 3600:
+            raise ValueError("--event-series-interval must be > 0 and at most 3600 seconds (the Event TTL)")
         if self.max_concurrency < 1:
             raise ValueError("--max-concurrency must be at least 1")
         if not 0 <= self.webhook_port <= 65535:

@@ -28,3 +28,25 @@ def test_crash_hook_reads_the_variable() -> None:
 def test_crash_hook_rejects_bad_values(value: str) -> None:
     with pytest.raises(ValueError, match="SUNDIAL_TEST_CRASH_AFTER_CLAIM"):
         run_cmd.settings_from(_args(), environ={"SUNDIAL_TEST_CRASH_AFTER_CLAIM": value})
+
+
+def test_event_flags_default_to_their_own_budget_and_a_one_minute_series() -> None:
+    settings = run_cmd.settings_from(_args(), environ={})
+    assert (settings.event_qps, settings.event_burst, settings.event_series_interval) == (10.0, 50, 60.0)
+    settings = run_cmd.settings_from(
+        _args("--event-qps", "2.5", "--event-burst", "5", "--event-series-interval", "30"), environ={}
+    )
+    assert (settings.event_qps, settings.event_burst, settings.event_series_interval) == (2.5, 5, 30.0)
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (("--event-qps", "0"), "--event-qps"),
+        (("--event-burst", "0"), "--event-burst"),
+        (("--event-series-interval", "-1"), "--event-series-interval"),
+    ],
+)
+def test_bad_event_flags_are_refused_naming_the_flag(argv: tuple[str, str], flag: str) -> None:
+    with pytest.raises(ValueError, match=flag):
+        run_cmd.settings_from(_args(*argv), environ={})

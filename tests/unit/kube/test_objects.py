@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+from sundial import model
 from sundial.kube import errors, objects, ratelimits, requests, results
 
 
@@ -107,3 +109,55 @@ async def test_create_job_maps_a_server_side_transient_error() -> None:
         assert error.code == 503
     else:
         raise AssertionError("no exception")
+
+
+class _Core:
+    def __init__(self, response: _Response) -> None:
+        self.response = response
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    async def create_namespaced_event(self, *args: Any, **kwargs: Any) -> _Response:
+        self.calls.append(("create", args, kwargs))
+        return self.response
+
+    async def patch_namespaced_event(self, *args: Any, **kwargs: Any) -> _Response:
+        self.calls.append(("patch", args, kwargs))
+        return self.response
+
+
+async def test_create_event_starts_a_series_and_returns_the_events_name() -> None:
+    api, _ = _api()
+    core = _Core(_Response(201, b'{"metadata": {"name": "nightly.17f3a", "namespace": "ns"}}'))
+    api._core = core
+    first, last = datetime(2026, 3, 1, 2, 30, tzinfo=UTC), datetime(2026, 3, 1, 2, 31, tzinfo=UTC)
+    involved = model.ObjectMeta(name="nightly", namespace="ns", uid="u", resource_version="5")
+    name = await api.create_event(involved=involved, type_="Warning", reason="MissedSchedule", message="x" * 2000,
+                                  first=first, last=last, count=3, instance="replica-1")  # fmt: skip
+    assert name == "nightly.17f3a"
+    [(verb, (namespace, body), kwargs)] = core.calls
+    assert (verb, namespace, kwargs["_preload_content"]) == ("create", "ns", False)
+    assert body["count"] == 3
+    assert (body["firstTimestamp"], body["lastTimestamp"]) == ("2026-03-01T02:30:00Z", "2026-03-01T02:31:00Z")
+    assert body["involvedObject"]["uid"] == "u"
+    assert len(body["message"]) == objects.MAX_EVENT_MESSAGE
+
+
+async def test_patch_event_is_a_merge_patch_of_count_last_timestamp_and_message() -> None:
+    api, _ = _api()
+    core = _Core(_Response(200, b'{"metadata": {"name": "nightly.17f3a"}}'))
+    api._core = core
+    last = datetime(2026, 3, 1, 2, 40, tzinfo=UTC)
+    patched = await api.patch_event(namespace="ns", name="nightly.17f3a", count=12, last_timestamp=last, message="m")
+    assert patched == results.Done()
+    [(verb, (name, namespace, body), kwargs)] = core.calls
+    assert (verb, name, namespace) == ("patch", "nightly.17f3a", "ns")
+    assert body == {"count": 12, "lastTimestamp": "2026-03-01T02:40:00Z", "message": "m"}
+    assert kwargs["_content_type"] == "application/merge-patch+json"
+    assert kwargs["_preload_content"] is False
+
+
+async def test_patch_event_of_an_expired_event_is_gone() -> None:
+    api, _ = _api()
+    api._core = _Core(_Response(404, b'{"kind": "Status", "code": 404, "reason": "NotFound"}', reason="Not Found"))
+    last = datetime(2026, 3, 1, 2, 40, tzinfo=UTC)
+    assert await api.patch_event(namespace="ns", name="e", count=2, last_timestamp=last, message="m") == results.Gone()

@@ -68,9 +68,15 @@ class FakeApi:
         self.calls.append(f"delete:{name}@{uid}")
         return results.Done()
 
-    async def create_event(self, *, involved: model.ObjectMeta, type_: str, reason: str, message: str,
-                           now: datetime, instance: str) -> None:  # fmt: skip
-        self.calls.append(f"event:{reason}")
+
+class FakeEvents:
+    """The EventRecorder: records go into the API's call log, to check their order with the writes."""
+
+    def __init__(self, api: FakeApi) -> None:
+        self.api = api
+
+    def record(self, involved: model.ObjectMeta, type_: str, reason: str, message: str) -> None:
+        self.api.calls.append(f"event:{reason}")
 
 
 class FakePlanner:
@@ -104,8 +110,8 @@ def reconciler(api: FakeApi, planner: FakePlanner, elector: Elector | None = Non
         return None
 
     lead = Leadership([cast(leases.LeaseElector, elector or Elector())])
-    return Reconciler(store=store, api=api, leadership=lead, planner=planner, metrics=Metrics(),
-                      clock=lambda: NOW, identity="me", sleep=no_sleep), store  # fmt: skip
+    return Reconciler(store=store, api=api, leadership=lead, planner=planner, events=FakeEvents(api),
+                      metrics=Metrics(), clock=lambda: NOW, sleep=no_sleep), store  # fmt: skip
 
 
 async def test_claims_in_status_before_creating_and_then_acts_in_order() -> None:
@@ -192,7 +198,7 @@ async def test_test_only_crash_hook_exits_after_the_nth_claim_before_its_create(
         return None
 
     rec = Reconciler(store=store, api=api, leadership=Leadership([cast(leases.LeaseElector, Elector())]),
-                     planner=planner, metrics=Metrics(), clock=lambda: NOW, identity="me", sleep=no_sleep,
+                     planner=planner, events=FakeEvents(api), metrics=Metrics(), clock=lambda: NOW, sleep=no_sleep,
                      crash_after_claim=2, hard_exit=hard_exit)  # fmt: skip
     await rec.reconcile(KEY)  # a claim without a create does not count
     await rec.reconcile(KEY)  # claim 1: created
@@ -265,3 +271,23 @@ async def test_the_send_guard_is_only_set_around_the_reconcilers_requests() -> N
     await rec.reconcile(KEY)
     assert seen and seen[0] is not None
     assert requests.SEND_GUARD.get() is None
+
+
+class LosingApi(FakeApi):
+    """The Lease is lost while the Job create is in flight."""
+
+    def __init__(self, elector: Elector) -> None:
+        super().__init__()
+        self.elector = elector
+
+    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
+        self.elector.holding = False
+        return await super().create_job(namespace=namespace, manifest=manifest, owner_uid=owner_uid)
+
+
+async def test_events_are_recorded_only_while_acting_for_the_shard() -> None:
+    elector = Elector()
+    api = LosingApi(elector)
+    rec, _ = reconciler(api, FakePlanner([plan(CREATE, EVENT)]), elector)
+    await rec.reconcile(KEY)
+    assert api.calls == ["write@1", "create:nightly-1-1"]  # no SuccessfulCreate from a replica that lost it
