@@ -33,8 +33,11 @@ SIZES: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
-def operator_args(qps: int = SUNDIAL_QPS, burst: int = SUNDIAL_BURST, concurrency: int = 64) -> list[str]:
-    return ["--qps", str(qps), "--burst", str(burst), "--max-concurrency", str(concurrency)]
+def operator_args(
+    qps: int = SUNDIAL_QPS, burst: int = SUNDIAL_BURST, concurrency: int = 64, extra: str = ""
+) -> list[str]:
+    """Sundial's flags; ``extra`` (``--set sundial_args="--event-loop asyncio"``) is appended, split on spaces."""
+    return ["--qps", str(qps), "--burst", str(burst), "--max-concurrency", str(concurrency), *extra.split()]
 
 
 def kcm_raised(qps: int = SUNDIAL_QPS, burst: int = SUNDIAL_BURST) -> list[str]:
@@ -48,7 +51,9 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             out=out,
             n=params["herd_n"],
             namespaces=params["herd_namespaces"],
-            operator_args=operator_args(params["sundial_qps"], params["sundial_burst"]),
+            operator_args=operator_args(
+                params["sundial_qps"], params["sundial_burst"], extra=params.get("sundial_args", "")
+            ),
             kcm_raised=kcm_raised(params["sundial_qps"], params["sundial_burst"]),
             contenders=contenders,
             profile=profile,
@@ -58,7 +63,9 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             out=out,
             n=params["cost_n"],
             namespaces=params["herd_namespaces"],
-            operator_args=operator_args(params["sundial_qps"], params["sundial_burst"]),
+            operator_args=operator_args(
+                params["sundial_qps"], params["sundial_burst"], extra=params.get("sundial_args", "")
+            ),
             kcm_raised=kcm_raised(params["sundial_qps"], params["sundial_burst"]),
             contenders=["raw", "sundial", "cronjob-default"],
             settle_writes=True,

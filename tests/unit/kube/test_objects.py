@@ -161,3 +161,34 @@ async def test_patch_event_of_an_expired_event_is_gone() -> None:
     api._core = _Core(_Response(404, b'{"kind": "Status", "code": 404, "reason": "NotFound"}', reason="Not Found"))
     last = datetime(2026, 3, 1, 2, 40, tzinfo=UTC)
     assert await api.patch_event(namespace="ns", name="e", count=2, last_timestamp=last, message="m") == results.Gone()
+
+
+class _Custom:
+    def __init__(self, response: _Response) -> None:
+        self.response = response
+        self.kwargs: dict[str, Any] = {}
+
+    def replace_namespaced_custom_object_status(self, *args: Any, **kwargs: Any) -> Any:
+        self.kwargs = kwargs
+        return _returning(self.response)
+
+
+async def test_write_status_reads_the_raw_json_answer_without_model_objects() -> None:
+    api, _ = _api()
+    custom = _Custom(_Response(200, b'{"metadata": {"resourceVersion": "8"}, "status": {"active": []}}'))
+    api._custom = custom
+    written = await api.write_status(namespace="ns", name="sj", resource_version="7", status={"active": []})
+    assert isinstance(written, results.Written)
+    assert written.body == {"metadata": {"resourceVersion": "8"}, "status": {"active": []}}
+    assert custom.kwargs["_preload_content"] is False
+    assert custom.response.released
+
+
+async def test_write_status_conflict_and_gone_are_typed() -> None:
+    api, _ = _api()
+    api._custom = _Custom(_Response(409, b'{"reason": "Conflict"}', "Conflict"))
+    assert isinstance(
+        await api.write_status(namespace="ns", name="sj", resource_version="7", status={}), results.Conflict
+    )
+    api._custom = _Custom(_Response(404, b'{"reason": "NotFound"}', "Not Found"))
+    assert isinstance(await api.write_status(namespace="ns", name="sj", resource_version="7", status={}), results.Gone)

@@ -66,3 +66,20 @@ def test_the_diff_base_essence_is_empty_so_kopf_deep_copies_nothing_per_event() 
     body = {"apiVersion": "v1", "kind": "X", "metadata": {"name": "a", "annotations": {}}, "spec": {"big": [1] * 100}}
     assert storage.build(body=kopf.Body(body)) == {}
     assert storage.fetch(body=kopf.Body(body)) is None  # nothing was ever stored: fetch is kopf's own
+
+
+def test_kopf_watch_streams_decode_with_orjson() -> None:
+    from kopf._cogs.clients import api  # noqa: PLC0415
+
+    from sundial.kube import codec  # noqa: PLC0415
+
+    original = api.json
+    try:
+        informers.use_fast_json()
+        assert api.json.loads is codec.loads
+        assert api.json.loads('{"type": "ADDED", "object": {"a": [1, 2.5, null]}}') == {
+            "type": "ADDED",
+            "object": {"a": [1, 2.5, None]},
+        }
+    finally:
+        api.json = original
