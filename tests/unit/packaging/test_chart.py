@@ -186,6 +186,10 @@ def test_helm_lint_is_clean(helm: str, values_file: str | None) -> None:
         "shards=0",
         "logFormat=xml",
         "leaderElection.renewDeadline=30",
+        "events.qps=0",
+        "events.burst=0",
+        "events.seriesInterval=7200",
+        "events.interval=60",
     ],
 )
 def test_bad_values_are_rejected(helm: str, bad: str) -> None:
@@ -219,6 +223,9 @@ def test_the_deployment_passes_the_lease_and_shard_settings(rendered: Any, check
         f"--renew-deadline={le['renewDeadline']}",
         f"--retry-period={le['retryPeriod']}",
         "--identity=$(POD_NAME)",
+        f"--event-qps={values['events']['qps']}",
+        f"--event-burst={values['events']['burst']}",
+        f"--event-series-interval={values['events']['seriesInterval']}",
     ):
         assert flag in args
     assert [a for a in args if a.startswith("--namespace=")] == [f"--namespace={n}" for n in values["watchNamespaces"]]
