@@ -36,6 +36,9 @@ SHARDS = 12
 PERIOD = 10  # seconds between nominal times
 LEASE = ("--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1")
 LEASE_DURATION = 6.0
+#: 600 objects every 10 s are 60 runs/s, at least 2 writes each (claim, Job POST): sized like a controller
+#: manager's --kube-api-qps for its load, so that 2 replicas carry the whole herd after one is killed.
+CLIENT = ("--qps", "150", "--burst", "300")
 #: "within the lease duration plus a few seconds" (the poll interval and a loaded 2-core machine included).
 TAKEOVER_SLACK = 8.0
 
@@ -115,7 +118,7 @@ def test_shards_balance_fail_over_and_rebalance_without_duplicate_or_lost_runs(
 
     def launch(identity: str, wait_ready: bool = True) -> Operator:
         return start_operator(
-            "--shards", str(SHARDS), *LEASE,
+            "--shards", str(SHARDS), *LEASE, *CLIENT,
             namespaces=[namespace], lease_prefix=prefix, identity=identity, wait_ready=wait_ready,
         )  # fmt: skip
 

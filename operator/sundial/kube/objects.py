@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Mapping
 from datetime import datetime
 from typing import Any
@@ -11,7 +10,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from sundial import model
-from sundial.kube import errors, requests, results
+from sundial.kube import codec, errors, requests, results
 
 _SJ = (model.resource.GROUP, model.resource.VERSION)
 #: Event messages are cut to this many characters (as events.k8s.io limits a note to 1 kB).
@@ -48,7 +47,7 @@ async def raw_json(pending: Awaitable[Any]) -> dict[str, Any]:
         error.body = data.decode("utf-8", errors="replace")  # as the generated client leaves it
         error.headers = response.headers
         raise error
-    body: dict[str, Any] = json.loads(data) if data else {}
+    body: dict[str, Any] = codec.loads(data) if data else {}
     return body
 
 
@@ -118,13 +117,16 @@ class ObjectsApi:
             written: dict[str, Any] = await self._req.call(
                 verb="update",
                 resource=f"{model.resource.PLURAL}/status",
-                request=lambda: self._custom.replace_namespaced_custom_object_status(
-                    *_SJ,
-                    namespace,
-                    model.resource.PLURAL,
-                    name,
-                    body,
-                    _request_timeout=requests.REQUEST_TIMEOUT,
+                request=lambda: raw_json(
+                    self._custom.replace_namespaced_custom_object_status(
+                        *_SJ,
+                        namespace,
+                        model.resource.PLURAL,
+                        name,
+                        body,
+                        _request_timeout=requests.REQUEST_TIMEOUT,
+                        _preload_content=False,
+                    )
                 ),
             )
         except errors.KubeError as error:

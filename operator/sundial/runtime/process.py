@@ -13,7 +13,7 @@ from typing import Any
 import kopf
 
 from sundial.kube import connections, leases, objects, ratelimits, requests
-from sundial.runtime import admission, events, informers, probes
+from sundial.runtime import admission, events, informers, leasethread, probes
 from sundial.runtime.dispatcher import Dispatcher
 from sundial.runtime.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.metrics import Metrics
@@ -45,12 +45,23 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         bucket=ratelimits.TokenBucket(rate=settings.qps, burst=settings.burst), observer=metrics
     )
     api = objects.ObjectsApi(api_client=client, requester=requester)
-    # Lease calls get a token bucket of their own: a herd of Job creations must never delay a renewal.
-    lease_requester = requests.Requester(
-        bucket=ratelimits.TokenBucket(rate=max(10.0, 4 * settings.shards), burst=20 + 4 * settings.shards),
-        observer=metrics,
-    )
-    lease_api = leases.KubeLeaseApi(api_client=client, requester=lease_requester)
+    # Lease calls run on a thread of their own (runtime/leasethread.py), with their own API client and token
+    # bucket: neither a herd of Job creations nor a busy event loop may delay a renewal.
+    lease_client: list[Any] = []
+
+    def lease_api_factory() -> leases.KubeLeaseApi:
+        lease_client.append(connections.api_client(configuration))
+        lease_requester = requests.Requester(
+            bucket=ratelimits.TokenBucket(rate=max(10.0, 4 * settings.shards), burst=20 + 4 * settings.shards),
+            observer=metrics,
+        )
+        return leases.KubeLeaseApi(api_client=lease_client[0], requester=lease_requester)
+
+    async def close_lease_client() -> None:
+        for each in lease_client:
+            await each.close()
+
+    lease_api = leasethread.DeferredLeaseApi(lease_api_factory, close_lease_client)
     # Events too (--event-qps/--event-burst), sent in the background: they never delay a claim or a Job.
     recorder = events.EventRecorder(
         api=events.events_api(api_client=client, settings=settings, metrics=metrics),
@@ -101,7 +112,10 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         drain_timeout=settings.renew_deadline,
         metrics=metrics,
     )
-    leadership = Leadership(electors, on_change=on_lease, sharding=sharding)
+    main_loop = asyncio.get_running_loop()
+    sharding.drain = leasethread.on_loop(main_loop, in_flight.drained)
+    leadership = Leadership(electors, on_change=leasethread.to_loop(main_loop, on_lease), sharding=sharding)
+    lease_thread = leasethread.LeaseThread(leadership, close=lease_api.close)
     reconciler = Reconciler(
         store=store,
         api=api,
@@ -147,6 +161,7 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         configuration=configuration, on_scheduled_job=on_scheduled_job, on_job=on_job, on_login=logged_in.set
     )
     kopf_settings = informers.operator_settings()
+    informers.use_fast_json()
     admission.configure(kopf_settings, registry, settings)  # the validating webhook, if --webhook-port
     runners = []
     if settings.health_port:
@@ -181,9 +196,10 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         ),
         name="kopf",
     )
+    lease_thread.start()
     tasks = [
         asyncio.create_task(listing.load(api, settings.namespaces), name="initial listing"),
-        asyncio.create_task(leadership.run(stopping), name="leases"),
+        asyncio.create_task(lease_thread.wait(), name="leases"),
         asyncio.create_task(dispatch_when_ready(), name="dispatcher"),
         asyncio.create_task(take_over_signals(), name="signals"),
     ]
@@ -211,7 +227,9 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await leadership.release()
+        lease_thread.stop()  # it stops acting, releases the Leases and ends
+        if not await lease_thread.join(timeout=settings.renew_deadline + 5):
+            logger.warning("lease thread did not end in time; its Leases expire on their own")
         with contextlib.suppress(asyncio.TimeoutError, Exception):
             await asyncio.wait_for(events_task, timeout=events.SHUTDOWN_FLUSH + 1)
         with contextlib.suppress(asyncio.TimeoutError, Exception):
