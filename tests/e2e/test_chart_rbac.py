@@ -7,7 +7,8 @@ test then mints a token for the chart's ServiceAccount through the TokenRequest 
 ``sundial run`` with that kubeconfig through a scenario that makes every API call the operator makes:
 
 * ScheduledJobs: list/watch (kopf), get, delete (``ttlSecondsAfterFinished``); status get/update/patch;
-* Jobs: list/watch, create, delete (history limit); Events: create/patch; Leases: create, get, update.
+* Jobs: list/watch, create, delete (history limit); Events: create, patch (a series' count, written at
+  most once a second here: ``--event-series-interval 1``); Leases: create, get, update.
 
 Then nothing was refused: no ``code="403"`` in ``sundial_api_requests_total`` and no "forbidden" in the log.
 The same for the namespaced mode (``watchNamespaces``: Roles only), which additionally cannot reach a
@@ -175,6 +176,8 @@ def uninstall(release: Release) -> None:
 
 def start_under(start_operator: OperatorLauncher, release: Release, namespaces: list[str]) -> Operator:
     return start_operator(
+        "--event-series-interval",
+        "1",
         namespaces=namespaces,
         kubeconfig=release.kubeconfig,
         lease_namespace=release.namespace,
@@ -216,6 +219,12 @@ def _reasons(cluster: Cluster, ns: str, name: str) -> set[str]:
     return {e["reason"] for e in (cluster.get_json("events", "-n", ns, "--field-selector", selector) or {})["items"]}
 
 
+def _series_count(cluster: Cluster, ns: str, name: str, reason: str) -> int:
+    selector = f"involvedObject.kind=ScheduledJob,involvedObject.name={name},reason={reason}"
+    items = (cluster.get_json("events", "-n", ns, "--field-selector", selector) or {}).get("items") or []
+    return max((int(e.get("count") or 1) for e in items), default=0)
+
+
 def _condition(body: dict[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") == kind), {})
 
@@ -254,6 +263,11 @@ def scenario(cluster: Cluster, ns: str, operator: Operator, *, full: bool = True
         lambda: {"SuccessfulCreate", "SawCompletedJob"} <= _reasons(cluster, ns, "cron"),
         timeout=30,
         message="Events on the cron ScheduledJob",
+    )
+    cluster.wait_for(  # a PATCH of the series: Events are aggregated
+        lambda: _series_count(cluster, ns, "cron", "SuccessfulCreate") >= 2,
+        timeout=30,
+        message="the cron's SuccessfulCreate Event counting 2 or more",
     )
     lease = cluster.get_json("lease", operator.lease_names[0], "-n", operator.lease_namespace)
     assert lease and lease["spec"]["holderIdentity"] == operator.identity

@@ -151,8 +151,11 @@ def test_cron_every_five_seconds_creates_contract_jobs(operator: Operator, clust
     metadata = sj["metadata"]
     assert not [key for key in metadata.get("annotations") or {} if "kopf" in key]
     assert not metadata.get("finalizers")
-    reasons = {event["reason"] for event in _events(cluster, namespace, "every5")}
-    assert "SuccessfulCreate" in reasons
+    cluster.wait_for(  # Events are sent in the background
+        lambda: "SuccessfulCreate" in {event["reason"] for event in _events(cluster, namespace, "every5")},
+        timeout=20,
+        message="a SuccessfulCreate Event",
+    )
     cluster.kubectl("delete", "scheduledjob", "every5", "-n", namespace, "--wait=false")
 
 

@@ -28,7 +28,8 @@ SCHEDULED = "sundial.dev/scheduled-time"
 
 @pytest.fixture(scope="module")
 def operator(start_module_operator: OperatorLauncher, module_namespaces: ModuleNamespaces) -> Operator:
-    return start_module_operator(namespaces=module_namespaces.all)
+    # A short Event series interval, so that aggregated counts show within a test's deadline.
+    return start_module_operator("--event-series-interval", "1", namespaces=module_namespaces.all)
 
 
 @pytest.fixture
@@ -126,6 +127,15 @@ def _reasons(cluster: Cluster, ns: str, name: str | None = None) -> set[str]:
     return {str(event["reason"]) for event in _events(cluster, ns, name)}
 
 
+def _wait_reasons(cluster: Cluster, ns: str, name: str, *reasons: str) -> None:
+    """Events are sent in the background (and aggregated): poll for them with a deadline."""
+    cluster.wait_for(
+        lambda: set(reasons) <= _reasons(cluster, ns, name),
+        timeout=20,
+        message=f"Events {', '.join(reasons)} on {name}",
+    )
+
+
 def _wait_until(cluster: Cluster, moment: dt.datetime) -> None:
     """Poll the clock (not a fixed sleep) until MOMENT has passed."""
     seconds = (moment - _now()).total_seconds()
@@ -154,7 +164,7 @@ def test_asap_one_off_completes(cluster: Cluster, ns: str) -> None:
     assert _nominal(job) == created, "an ASAP run's nominal time is the object's creation time"
     assert _trigger(job) == "schedule"
     assert sj["status"]["counters"]["succeeded"] == 1
-    assert {"SuccessfulCreate", "SawCompletedJob"} <= _reasons(cluster, ns, "asap")
+    _wait_reasons(cluster, ns, "asap", "SuccessfulCreate", "SawCompletedJob")
 
 
 def test_time_zone_six_field_schedule_fires_and_annotates_utc(cluster: Cluster, ns: str) -> None:
@@ -296,7 +306,7 @@ def test_replace_deletes_the_running_job(cluster: Cluster, ns: str) -> None:
         message=f"the replaced Job {replaced['job']} is deleted",
     )
     assert len(status.get("active") or []) == 1
-    assert "RunReplaced" in _reasons(cluster, ns, "replacer")
+    _wait_reasons(cluster, ns, "replacer", "RunReplaced")
     cluster.kubectl("delete", "scheduledjob", "replacer", "-n", ns, "--wait=false")
 
 
@@ -320,7 +330,7 @@ def test_deleting_a_running_job_is_job_lost_and_retried(cluster: Cluster, ns: st
     assert _nominal(retry) == _nominal(job)
     key = "sundial.dev/idempotency-key"
     assert retry["metadata"]["annotations"][key] == job["metadata"]["annotations"][key]
-    assert {"JobLost", "Retrying"} <= _reasons(cluster, ns, "lost")
+    _wait_reasons(cluster, ns, "lost", "JobLost", "Retrying")
     assert _counter(cluster, ns, "lost", "failed") >= 1
 
 
@@ -329,7 +339,7 @@ def test_redrive_token_gives_a_dead_letter_a_new_attempt(cluster: Cluster, ns: s
     cluster.apply(_sj_manifest("redriven", cluster.job_manifest("x", fail=True), runAt=_rfc(_at(1)), **spec), ns)
     cluster.wait_for(lambda: _status(cluster, ns, "redriven").get("deadLetters"), timeout=30, message="a dead letter")
     [first] = _jobs(cluster, ns, "redriven")
-    assert {"DeadLettered"} <= _reasons(cluster, ns, "redriven")
+    _wait_reasons(cluster, ns, "redriven", "DeadLettered")
     cluster.kubectl("annotate", "scheduledjob", "redriven", "-n", ns, "sundial.dev/redrive=token-1")
     again = cluster.wait_for(
         lambda: next((j for j in _jobs(cluster, ns, "redriven") if _trigger(j) == "redrive"), None),
@@ -345,7 +355,7 @@ def test_redrive_token_gives_a_dead_letter_a_new_attempt(cluster: Cluster, ns: s
         timeout=20,
         message="status.lastHandledRedrive echoes the token",
     )
-    assert "Redriven" in _reasons(cluster, ns, "redriven")
+    _wait_reasons(cluster, ns, "redriven", "Redriven")
 
 
 def test_suspend_after_consecutive_dead_letters_opens_the_circuit(cluster: Cluster, ns: str) -> None:
@@ -364,7 +374,7 @@ def test_suspend_after_consecutive_dead_letters_opens_the_circuit(cluster: Clust
     count = len(_jobs(cluster, ns, "breaker"))
     _wait_until(cluster, _now() + dt.timedelta(seconds=6))
     assert len(_jobs(cluster, ns, "breaker")) == count, "no new Job while the circuit is open"
-    assert {"DeadLettered", "CircuitOpen"} <= _reasons(cluster, ns, "breaker")
+    _wait_reasons(cluster, ns, "breaker", "DeadLettered", "CircuitOpen")
 
 
 # History, TTL, printer columns, Events -------------------------------------------------------------------
@@ -483,6 +493,17 @@ def test_retry_and_dead_letter_events_have_camel_case_reasons(cluster: Cluster, 
     assert all(event.get("source", {}).get("component") or event.get("reportingComponent") for event in events)
     warnings = {event["reason"] for event in events if event["type"] == "Warning"}
     assert {"DeadLettered", "RunSkipped"} <= warnings
+    # Repeats are one Event series whose count grows (DESIGN: Events aggregated like client-go's recorders).
+    skipped = cluster.wait_for(
+        lambda: _when(
+            bool(found := [e for e in _events(cluster, ns, "skipper") if e["reason"] == "RunSkipped"])
+            and int(found[0].get("count") or 1) >= 2,
+            found,
+        ),
+        timeout=30,
+        message="the RunSkipped Event's count at 2 or more",
+    )
+    assert len(skipped) == 1, [(e["metadata"]["name"], e.get("count")) for e in skipped]
     cluster.kubectl("delete", "scheduledjob", "skipper", "-n", ns, "--wait=false")
 
 
