@@ -53,7 +53,7 @@ class Settings:
     event_burst: int = 50
     """Event writes allowed at once after a quiet period."""
 
-    event_series_interval: float = 60.0
+    event_series_interval: float = 300.0
     """Seconds between two writes of one Event series (same object, type and reason): repeats within it only
     count up in memory and are sent as one PATCH of ``count``/``lastTimestamp``/``message``."""
 

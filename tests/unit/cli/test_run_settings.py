@@ -32,7 +32,7 @@ def test_crash_hook_rejects_bad_values(value: str) -> None:
 
 def test_event_flags_default_to_their_own_budget_and_a_one_minute_series() -> None:
     settings = run_cmd.settings_from(_args(), environ={})
-    assert (settings.event_qps, settings.event_burst, settings.event_series_interval) == (10.0, 50, 60.0)
+    assert (settings.event_qps, settings.event_burst, settings.event_series_interval) == (10.0, 50, 300.0)
     settings = run_cmd.settings_from(
         _args("--event-qps", "2.5", "--event-burst", "5", "--event-series-interval", "30"), environ={}
     )
