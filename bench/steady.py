@@ -80,12 +80,19 @@ class Steady:
         if operator is not None:
             pids["operator"] = operator.pid
         cpu_before = {k: env.cpu_seconds(p) for k, p in pids.items()}
+        requests_before = operator_requests(operator.metrics()) if operator is not None else {}
         loads = [env.load()]
         while time.time() < last + 58:
             await asyncio.sleep(min(30.0, max(0.1, last + 58 - time.time())))
             loads.append(env.load())
         cpu = {k: round(env.cpu_seconds(p) - cpu_before[k], 2) for k, p in pids.items()}
         if operator is not None:
+            requests_after = operator_requests(operator.metrics())
+            result["operator_requests"] = {
+                k: round(v - requests_before.get(k, 0.0), 1)
+                for k, v in requests_after.items()
+                if v != requests_before.get(k)
+            }
             result["operator_rss_mb"] = env.rss_mb(operator.pid)
             result["operator_missed_counter"] = operator.metric("sundial_runs_missed_total")
             operator.stop()
@@ -113,9 +120,33 @@ class Steady:
                 "lags": [round(v, 3) for v in sorted(lag)],
                 "cpu_seconds": cpu,
                 "cpu_per_run_ms": {k: round(1000 * v / max(1, runs), 2) for k, v in cpu.items()},
+                "operator_writes_per_run": writes_per_run(result.get("operator_requests", {}), runs),
                 "load_during": loads,
                 "window": [first, last],
             }
         )
         result["cleanup_seconds"] = round(await api.delete_namespaces(namespaces), 1)
         return result
+
+
+def operator_requests(text: str) -> dict[str, float]:
+    """``sundial_api_requests_total`` by ``verb|resource`` (codes summed)."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("sundial_api_requests_total{"):
+            labels_text, value = line[len("sundial_api_requests_total{") :].rsplit("} ", 1)
+            labels = dict(part.split("=", 1) for part in labels_text.split(",") if "=" in part)
+            key = f"{labels.get('verb', '').strip(chr(34))}|{labels.get('resource', '').strip(chr(34))}"
+            totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
+
+
+def writes_per_run(deltas: dict[str, float], runs: int) -> dict[str, float]:
+    """The operator's own writes per run over the window, by resource (Leases apart), and their sum."""
+    writes = {
+        key: round(value / max(1, runs), 3)
+        for key, value in deltas.items()
+        if key.split("|")[0] in ("create", "update", "patch", "delete") and not key.endswith("|leases")
+    }
+    writes["total"] = round(sum(writes.values()), 3)
+    return writes
