@@ -190,15 +190,30 @@ class Leadership:
         sharding = self._sharding
         assert sharding is not None
         started = self._clock()
+        member = sharding.member
+        # Renewals of what this replica holds go out *with* the LIST, not after it: each carries the record
+        # (resourceVersion) of our own last write, so it needs no read, and a slow LIST on a loaded API
+        # server no longer adds to the renewal's age. A stale record only costs a 409 (then: not holding).
+        early = [
+            shard
+            for shard, elector in enumerate(self._electors)
+            if shard in self._mine and shard not in self._handoffs and elector.record is not None
+        ]
+        renewed = asyncio.gather(
+            *(self._electors[shard].tick(current=self._electors[shard].record, started=started) for shard in early),
+            *([member.tick(current=member.record, started=started)] if member.record is not None else []),
+        )
         listed: Mapping[str, leases.LeaseRecord] | None
         try:
             listed = await sharding.api.list(namespace=sharding.member.namespace)
         except errors.KubeError as error:
             logger.warning("listing Leases in %s: %s", sharding.member.namespace, error)
             listed = None
+        finally:
+            await renewed
 
-        member = sharding.member
-        await member.tick(current=_from(listed, member.name), started=started)
+        if member.record is None:
+            await member.tick(current=_from(listed, member.name), started=started)
         if listed is not None:
             self._track_members(listed, started)
         live = {seen.record.holder for seen in self._members.values() if self._alive(seen, started)}
@@ -214,7 +229,8 @@ class Leadership:
             if shard in self._handoffs:
                 continue
             if shard in self._mine:
-                renewals.append(elector.tick(current=_from(listed, elector.name), started=started))
+                if shard not in early:  # acquire (or re-acquire after a 409) with what the LIST saw
+                    renewals.append(elector.tick(current=_from(listed, elector.name), started=started))
             elif elector.record is not None:
                 self._handoffs[shard] = asyncio.create_task(self._hand_off(shard), name=f"handoff {shard}")
             elif listed is not None:

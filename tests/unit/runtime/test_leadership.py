@@ -160,8 +160,11 @@ async def test_handoff_order_stop_acting_then_drain_then_release() -> None:
     b = replica(api, clock, "replica-b")
     await b.leadership.step()  # b registers as a member (it holds nothing yet: a does)
     await a.leadership.step()  # a sees b: hands off b's shards, but the drain is still waiting
-    await asyncio.sleep(0)
     moving = sorted(b.leadership.assigned)
+    for _ in range(20):  # let the handoff tasks reach their drains (a few loop iterations, no clock)
+        if len(a.drain) == len(moving):
+            break
+        await asyncio.sleep(0)
     assert moving and [shard for shard, _ in a.drain] == moving
     for shard in moving:
         assert not a.leadership.acting(shard)  # stopped acting...
@@ -284,3 +287,37 @@ async def test_a_replica_whose_own_member_renewal_came_late_still_counts_itself(
     await a.leadership.settle()
     assert "replica-a" in a.leadership.members
     assert a.leadership.assigned, "a replica must keep assigning shards to itself"
+
+
+async def test_held_leases_are_renewed_alongside_the_list_not_after_it() -> None:
+    """A slow LIST (a loaded API server) must not age the renewals of what a replica already holds."""
+    api, clock = FakeLeases(), Clock()
+    a = replica(api, clock, "replica-a")
+    await rounds([a], clock, 2)
+    assert a.leadership.held() == SHARDS
+    listing = asyncio.Event()
+    order: list[str] = []
+    plain_list, plain_replace = api.list, api.replace
+
+    async def slow_list(*, namespace: str) -> dict[str, LeaseRecord]:
+        order.append("list-start")
+        await listing.wait()
+        order.append("list-end")
+        return await plain_list(namespace=namespace)
+
+    async def replace(*, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
+        order.append("renew")
+        return await plain_replace(namespace=namespace, name=name, record=record)
+
+    api.list = slow_list  # type: ignore[method-assign]
+    api.replace = replace  # type: ignore[method-assign]
+    step = asyncio.create_task(a.leadership.step())
+    for _ in range(50):
+        if order.count("renew") == SHARDS + 1:  # every shard Lease and the member Lease
+            break
+        await asyncio.sleep(0)
+    assert order[0] == "list-start" and order.count("renew") == SHARDS + 1 and "list-end" not in order
+    listing.set()
+    await step
+    assert order.count("renew") == SHARDS + 1  # not renewed a second time after the LIST
+    assert a.leadership.held() == SHARDS
