@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +29,10 @@ def controller_uid(body: Mapping[str, Any]) -> str | None:
             uid = ref.get("uid")
             return str(uid) if uid else None
     return None
+
+
+async def _raw_page(request: Callable[[str | None], Awaitable[Any]], token: str | None) -> dict[str, Any]:
+    return await raw_json(request(token))
 
 
 async def raw_json(pending: Awaitable[Any]) -> dict[str, Any]:
@@ -67,25 +72,32 @@ class ObjectsApi:
 
     # ScheduledJobs -----------------------------------------------------------------------------------
 
-    async def list_scheduled_jobs(self, *, namespace: str | None) -> list[dict[str, Any]]:
-        """All ScheduledJobs (in one namespace, or everywhere)."""
-        if namespace is None:
-            body = await self._req.call(
-                verb="list",
-                resource=model.resource.PLURAL,
-                request=lambda: self._custom.list_cluster_custom_object(
-                    *_SJ, model.resource.PLURAL, _request_timeout=60
-                ),
+    async def scheduled_job_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]:
+        """All ScheduledJobs (in one namespace, or everywhere), ``limit`` per LIST request: one page at a time
+        is decoded and held, never the whole list."""
+
+        def request(token: str | None) -> Any:
+            paging = {"limit": limit, "_continue": token, "_request_timeout": 60, "_preload_content": False}
+            if namespace is None:
+                return self._custom.list_cluster_custom_object(*_SJ, model.resource.PLURAL, **paging)
+            return self._custom.list_namespaced_custom_object(*_SJ, namespace, model.resource.PLURAL, **paging)
+
+        async for page in self._pages(model.resource.PLURAL, request):
+            yield page
+
+    async def _pages(
+        self, resource: str, request: Callable[[str | None], Awaitable[Any]]
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        """Follow ``continue`` tokens; each page's items as plain dicts (orjson, no model objects)."""
+        token: str | None = None
+        while True:
+            page = await self._req.call(
+                verb="list", resource=resource, request=functools.partial(_raw_page, request, token)
             )
-        else:
-            body = await self._req.call(
-                verb="list",
-                resource=model.resource.PLURAL,
-                request=lambda: self._custom.list_namespaced_custom_object(
-                    *_SJ, namespace, model.resource.PLURAL, _request_timeout=60
-                ),
-            )
-        return list(body.get("items") or ())
+            token = (page.get("metadata") or {}).get("continue") or None
+            yield list(page.get("items") or ())
+            if token is None:
+                return
 
     async def get_scheduled_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
         """The object as the API has it now (never a cache); None if it is gone."""
@@ -162,28 +174,19 @@ class ObjectsApi:
 
     # Jobs --------------------------------------------------------------------------------------------
 
-    async def list_jobs(self, *, namespace: str | None, label_selector: str) -> list[dict[str, Any]]:
-        if namespace is None:
-            body = await self._req.call(
-                verb="list",
-                resource="jobs",
-                request=lambda: raw_json(
-                    self._batch.list_job_for_all_namespaces(
-                        label_selector=label_selector, _request_timeout=60, _preload_content=False
-                    )
-                ),
-            )
-        else:
-            body = await self._req.call(
-                verb="list",
-                resource="jobs",
-                request=lambda: raw_json(
-                    self._batch.list_namespaced_job(
-                        namespace, label_selector=label_selector, _request_timeout=60, _preload_content=False
-                    )
-                ),
-            )
-        return list(body.get("items") or ())
+    async def job_pages(
+        self, *, namespace: str | None, label_selector: str, limit: int
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        """Jobs matching ``label_selector``, ``limit`` per LIST request (see :meth:`scheduled_job_pages`)."""
+
+        def request(token: str | None) -> Any:
+            paging = {"limit": limit, "_continue": token, "_request_timeout": 60, "_preload_content": False}
+            if namespace is None:
+                return self._batch.list_job_for_all_namespaces(label_selector=label_selector, **paging)
+            return self._batch.list_namespaced_job(namespace, label_selector=label_selector, **paging)
+
+        async for page in self._pages("jobs", request):
+            yield page
 
     async def get_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
         try:

@@ -1,10 +1,15 @@
-"""Ready once the initial state is indexed: our own LIST says which UIDs exist; the store must see them."""
+"""Ready once the initial state is indexed: our own LIST says which UIDs exist; the store must see them.
+
+The LIST is paged (:data:`PAGE_SIZE` objects per request) and only UIDs are kept from each page: a
+single LIST of 50,000 ScheduledJobs decodes into ~1 GB of Python objects at once (~20 KB per body),
+which stays the process's high-water mark (RSS) long after it is dropped.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from sundial.kube import errors
@@ -14,10 +19,16 @@ from sundial.runtime.store import Store
 logger = logging.getLogger(__name__)
 
 
-class Lister(Protocol):
-    async def list_scheduled_jobs(self, *, namespace: str | None) -> list[dict[str, Any]]: ...
+#: Objects per LIST request (``limit``; the API server hands out ``continue`` tokens for the rest).
+PAGE_SIZE = 500
 
-    async def list_jobs(self, *, namespace: str | None, label_selector: str) -> list[dict[str, Any]]: ...
+
+class Lister(Protocol):
+    def scheduled_job_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]: ...
+
+    def job_pages(
+        self, *, namespace: str | None, label_selector: str, limit: int
+    ) -> AsyncIterator[list[dict[str, Any]]]: ...
 
 
 class InitialListing:
@@ -52,10 +63,10 @@ class InitialListing:
         uids: set[str] = set()
         scopes: list[str | None] = [*namespaces] or [None]
         for scope in scopes:
-            for body in await api.list_scheduled_jobs(namespace=scope):
-                uids.add(str(body["metadata"]["uid"]))
-            for body in await api.list_jobs(namespace=scope, label_selector=names.SCHEDULED_JOB_LABEL):
-                uids.add(str(body["metadata"]["uid"]))
+            async for page in api.scheduled_job_pages(namespace=scope, limit=PAGE_SIZE):
+                uids.update(str(body["metadata"]["uid"]) for body in page)
+            async for page in api.job_pages(namespace=scope, label_selector=names.SCHEDULED_JOB_LABEL, limit=PAGE_SIZE):
+                uids.update(str(body["metadata"]["uid"]) for body in page)
         return uids
 
     @property
@@ -71,4 +82,5 @@ class InitialListing:
         self._expected = {uid for uid in self._expected if not self._store.has_seen(uid)}
         if not self._expected:
             logger.info("initial state indexed: ready")
+            self._store.stop_tracking_uids()
             self.ready.set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 from sundial.runtime.readiness import InitialListing
@@ -10,14 +11,24 @@ from sundial.runtime.store import Store
 
 
 class Lister:
+    """Pages of ``limit`` objects, as the API server hands them out with ``continue`` tokens."""
+
     def __init__(self, sjs: list[str], jobs: list[str]) -> None:
         self.sjs, self.jobs = sjs, jobs
+        self.limits: list[int] = []
 
-    async def list_scheduled_jobs(self, *, namespace: str | None) -> list[dict[str, Any]]:
-        return [{"metadata": {"uid": uid}} for uid in self.sjs]
+    async def _pages(self, uids: list[str], limit: int) -> AsyncIterator[list[dict[str, Any]]]:
+        self.limits.append(limit)
+        for start in range(0, max(len(uids), 1), limit):
+            yield [{"metadata": {"uid": uid}} for uid in uids[start : start + limit]]
 
-    async def list_jobs(self, *, namespace: str | None, label_selector: str) -> list[dict[str, Any]]:
-        return [{"metadata": {"uid": uid}} for uid in self.jobs]
+    def scheduled_job_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]:
+        return self._pages(self.sjs, limit)
+
+    def job_pages(
+        self, *, namespace: str | None, label_selector: str, limit: int
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        return self._pages(self.jobs, limit)
 
 
 def _sj(uid: str) -> dict[str, Any]:
@@ -55,3 +66,35 @@ async def test_an_object_deleted_before_the_informers_listed_it_does_not_block_r
     lister.sjs = ["a"]
     await asyncio.wait_for(task, timeout=1)
     assert listing.ready.is_set()
+
+
+async def test_the_listing_is_paged_and_every_page_counts() -> None:
+    lister = Lister([f"sj-{i}" for i in range(1203)], [f"job-{i}" for i in range(7)])
+    store = Store()
+    listing = InitialListing(store)
+    task = asyncio.create_task(listing.load(lister, (), recheck=0.01))
+    await asyncio.sleep(0.02)
+    assert listing.missing == 1210
+    assert lister.limits and all(0 < limit <= 500 for limit in lister.limits)
+    for i in range(1203):
+        store.put_scheduled_job(_sj(f"sj-{i}"))
+    listing.check()
+    assert not listing.ready.is_set()
+    for i in range(7):
+        store.put_job({"metadata": {"name": f"job-{i}", "namespace": "ns", "uid": f"job-{i}"}})
+    listing.check()
+    assert listing.ready.is_set()
+    await asyncio.wait_for(task, timeout=1)
+
+
+async def test_once_ready_the_store_stops_remembering_uids() -> None:
+    store = Store()
+    listing = InitialListing(store)
+    task = asyncio.create_task(listing.load(Lister(["a"], []), (), recheck=0.01))
+    await asyncio.sleep(0.02)
+    store.put_scheduled_job(_sj("a"))
+    listing.check()
+    await asyncio.wait_for(task, timeout=1)
+    assert listing.ready.is_set()
+    store.put_scheduled_job(_sj("later"))
+    assert not store.has_seen("a") and not store.has_seen("later")
