@@ -3,10 +3,11 @@
 * the assignment balances: each replica holds 4 shard Leases (holderIdentity = its identity);
 * SIGKILL one replica: its shards move to the two others within the lease duration plus a few seconds;
 * bring it back: 4/4/4 again;
-* throughout: never two Jobs for one (ScheduledJob, scheduled time, attempt); every nominal time in the
-  observed window has exactly one first attempt per object, except a time that fell into the takeover gap
-  and was recorded as missed (``catchUp.policy: Latest`` runs only the newest due time); every Job's fencing
-  token names the shard of its ScheduledJob, and per object the Lease transitions never go back.
+* throughout: never two Jobs for one (ScheduledJob, scheduled time, attempt), and every nominal time in the
+  observed window has exactly one first attempt per object — the takeover gap included: the objects use
+  ``catchUp.policy: All``, so a run that came due while its shard had no holder (or that a loaded machine
+  made late) is run late, never dropped, and nothing is excused; every Job's fencing token names the shard of
+  its ScheduledJob, and per object the Lease transitions never go back.
 
 Jobs carry ``spec.managedBy`` of nobody (the built-in Job controller leaves them alone: no pods, no status
 writes): the load under test is the operator's scheduling path, not the kube-controller-manager's.
@@ -35,13 +36,15 @@ if TYPE_CHECKING:
 OBJECTS = int(os.environ.get("SUNDIAL_E2E_SHARDING_OBJECTS", "600"))
 SHARDS = 12
 PERIOD = 10  # seconds between nominal times
-LEASE = ("--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1")
-LEASE_DURATION = 6.0
+#: Shorter than the defaults (15/10/2) for a quick failover, but a renew deadline well above the worst Lease
+#: write latency during a 600-object herd on 2 cores (seconds, when every replica has its passes in flight).
+LEASE = ("--lease-duration", "10", "--renew-deadline", "7", "--retry-period", "1")
+LEASE_DURATION = 10.0
 #: 600 objects every 10 s are 60 runs/s, 2 writes each (claim, Job POST), all due in the same second: sized
 #: like a controller manager's --kube-api-qps for its load, so that 2 replicas carry the whole herd after one
-#: is killed; and 64 passes in flight (default 16), since at ~0.5 s per claim + create on a loaded API server
+#: is killed; and 32 passes in flight (default 16), since at ~0.5 s per claim + create on a loaded API server
 #: 16 passes carry only ~30 runs/s per replica.
-CLIENT = ("--qps", "150", "--burst", "300", "--max-concurrency", "64")
+CLIENT = ("--qps", "150", "--burst", "300", "--max-concurrency", "32")
 #: "within the lease duration plus a few seconds" (the poll interval and a loaded 2-core machine included).
 TAKEOVER_SLACK = 8.0
 
@@ -58,7 +61,11 @@ def _scheduled_jobs(cluster: Cluster, count: int) -> dict[str, Any]:
             "apiVersion": "sundial.dev/v1alpha1",
             "kind": "ScheduledJob",
             "metadata": {"name": f"herd-{i:04d}", "labels": {"e2e.sundial.dev/herd": "sharding"}},
-            "spec": {"schedule": f"*/{PERIOD} * * * * *", "jobTemplate": {"spec": spec}},
+            "spec": {
+                "schedule": f"*/{PERIOD} * * * * *",
+                "catchUp": {"policy": "All"},
+                "jobTemplate": {"spec": spec},
+            },
         }
         for i in range(count)
     ]
@@ -152,7 +159,7 @@ def test_shards_balance_fail_over_and_rebalance_without_duplicate_or_lost_runs(
     )
     failover = time.monotonic() - killed_at
     takeover_wall = time.time()
-    print(f"failover: shards {sorted(orphaned)} moved {failover:.1f}s after SIGKILL (lease duration 6s)")
+    print(f"failover: shards {sorted(orphaned)} moved {failover:.1f}s after SIGKILL (lease {LEASE_DURATION:.0f}s)")
     assert failover <= LEASE_DURATION + TAKEOVER_SLACK, f"takeover took {failover:.1f}s"
 
     cluster.wait_for(lambda: time.time() > takeover_wall + 1.5 * PERIOD, timeout=2 * PERIOD, message="a period")
@@ -197,27 +204,23 @@ def test_shards_balance_fail_over_and_rebalance_without_duplicate_or_lost_runs(
     duplicates = {key: n for key, n in keys.items() if n > 1}
     assert not duplicates, duplicates
 
-    # 2. No lost run: every nominal time of the window has a first attempt, or was recorded as missed while
-    #    the killed replica's shards were in the takeover gap.
+    # 2. No lost run: every nominal time of the window has a first attempt, the takeover gap included
+    #    (catchUp All runs what came due while a shard had no holder, late).
     listing = cluster.get_json("scheduledjobs.sundial.dev", "-n", namespace) or {}
     objects = {item["metadata"]["name"]: item for item in listing.get("items") or []}
     assert len(objects) == OBJECTS
     runs = _first_attempts(jobs)
-    # The gap: from the last nominal time whose herd the victim may not have finished when it was killed,
-    # to the takeover. Times in it were either run (late, or re-issued after a claim the victim wrote but
-    # did not act on) or counted missed by catchUp Latest - never silently dropped.
-    gap = (datetime.fromtimestamp(killed_wall - PERIOD, UTC), datetime.fromtimestamp(takeover_wall + 1, UTC))
-    lost: dict[str, list[str]] = {}
-    excused = 0
-    for name, obj in objects.items():
-        missing = [t for t in expected if runs[name][t] == 0]
-        in_gap = [t for t in missing if gap[0] <= t <= gap[1]]
-        missed_counter = int(((obj.get("status") or {}).get("counters") or {}).get("missed") or 0)
-        if len(missing) != len(in_gap) or len(in_gap) > missed_counter:
-            lost[name] = [t.isoformat() for t in missing]
-        excused += len(in_gap)
-    assert not lost, f"runs lost (window {expected[0]}..{last}, gap {gap}): {dict(list(lost.items())[:5])}"
-    print(f"{len(jobs)} Jobs; window {len(expected)} nominal times x {OBJECTS} objects; {excused} missed in the gap")
+    lost = {
+        name: [t.isoformat() for t in expected if runs[name][t] == 0]
+        for name in objects
+        if any(runs[name][t] == 0 for t in expected)
+    }
+    assert not lost, f"runs lost (window {expected[0]}..{last}): {dict(list(lost.items())[:5])}"
+    missed = sum(int(((o.get("status") or {}).get("counters") or {}).get("missed") or 0) for o in objects.values())
+    gap = (killed_wall - PERIOD, takeover_wall + 1)
+    late = sum(1 for name in objects for t in expected if gap[0] <= t.timestamp() <= gap[1])
+    print(f"{len(jobs)} Jobs; window {len(expected)} nominal times x {OBJECTS} objects, all run once;")
+    print(f"  {late} runs came due around the takeover gap; {missed} counted missed (catchUp maxRuns)")
 
     # 3. Fencing per shard: the token names the object's shard, and a holder with an older token never
     #    created a Job after one with a newer token had started (creationTimestamp has 1-second resolution).
