@@ -13,7 +13,7 @@ from typing import Any
 import kopf
 
 from sundial.kube import connections, leases, objects, ratelimits, requests
-from sundial.runtime import admission, events, informers, leasethread, probes
+from sundial.runtime import admission, events, heap, informers, leasethread, probes
 from sundial.runtime.dispatcher import Dispatcher
 from sundial.runtime.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.metrics import Metrics
@@ -189,6 +189,7 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         kopf.operator(
             registry=registry,
             settings=kopf_settings,
+            memories=informers.resource_memories(),
             clusterwide=not settings.namespaces,
             namespaces=list(settings.namespaces),
             standalone=True,
@@ -202,6 +203,7 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         asyncio.create_task(lease_thread.wait(), name="leases"),
         asyncio.create_task(dispatch_when_ready(), name="dispatcher"),
         asyncio.create_task(take_over_signals(), name="signals"),
+        asyncio.create_task(heap.trim_periodically(stopping), name="heap trim"),
     ]
     # Not cancelled at shutdown like the others: it flushes pending Events (bounded) once STOPPING is set.
     events_task = asyncio.create_task(recorder.run(stopping), name="events")
