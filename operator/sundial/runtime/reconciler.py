@@ -100,10 +100,10 @@ class Reconciler:
         self._claims = 0
 
     def shard_of(self, key: Key) -> int | None:
-        body = self._store.scheduled_job(key)
-        if body is None:
+        uid = self._store.uid(key)
+        if uid is None:
             return None
-        return shards.shard_of(str((body.get("metadata") or {}).get("uid", "")), self._lead.shards)
+        return shards.shard_of(uid, self._lead.shards)
 
     def forget(self, key: Key) -> None:
         self._synthetic.pop(key, None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -219,3 +220,52 @@ def test_uids_are_remembered_only_until_tracking_stops() -> None:
     store.stop_tracking_uids()
     store.put_job(_job("nightly-b"))
     assert not store.has_seen("uid-nightly-a") and not store.has_seen("uid-nightly-b")
+
+
+def test_kept_bodies_are_compressed_and_decode_exactly() -> None:
+    store = Store()
+    first = scheduled_job(status={"observedGeneration": 2, "counters": {"runs": 1}})
+    store.put_scheduled_job(first)
+    alike = scheduled_job(status={"observedGeneration": 2, "counters": {"runs": 2}})
+    alike["metadata"].update(name="alike", uid="0b5d1a10-0000-4000-8000-000000000002")
+    store.put_scheduled_job(alike)
+    different = scheduled_job()
+    different["metadata"]["name"] = "different"
+    container = {"name": "x", "image": "example.com/other:2", "env": [{"name": "A", "value": "b" * 3000}]}
+    different["spec"] = {"runAt": "2027-01-01T00:00:00Z", "jobTemplate": {"spec": {"template": {"spec": {
+        "containers": [container]}}}}}  # fmt: skip
+    store.put_scheduled_job(different)
+    for body in (first, alike, different):
+        key = (body["metadata"]["namespace"], body["metadata"]["name"])
+        assert store.scheduled_job(key) == slim_scheduled_job(body)
+    # An object like the first one costs a small fraction of its JSON.
+    assert len(store._scheduled_jobs[("team-a", "alike")]) < len(json.dumps(slim_scheduled_job(alike))) / 4
+
+
+def test_a_huge_first_object_does_not_become_the_dictionary() -> None:
+    store = Store()
+    huge = scheduled_job()
+    huge["metadata"]["annotations"]["sundial.dev/trigger"] = "t" * 40_000
+    store.put_scheduled_job(huge)
+    store.put_scheduled_job(
+        scheduled_job(status={"observedGeneration": 1}) | {"metadata": {"name": "small", "namespace": "team-a"}}
+    )
+    assert len(store._codec._zdict or b"") < 16 * 1024  # the typical object only
+    assert store.scheduled_job(KEY) == slim_scheduled_job(huge)
+    assert store.scheduled_job(("team-a", "small")) == {
+        "metadata": {"name": "small", "namespace": "team-a"},
+        "spec": scheduled_job()["spec"],
+        "status": {"observedGeneration": 1},
+    }
+
+
+def test_the_uid_is_read_without_decoding_the_body() -> None:
+    store = Store()
+    store.put_scheduled_job(scheduled_job())
+    assert store.uid(KEY) == "0b5d1a10-0000-4000-8000-000000000001"
+    assert store.uid(("team-a", "absent")) is None
+    odd = scheduled_job()
+    odd["metadata"].update(name="odd", uid="ü-" + "x" * 300)  # never so in Kubernetes: still kept whole
+    store.put_scheduled_job(odd)
+    assert store.uid(("team-a", "odd")) == "ü-" + "x" * 300
+    assert store.scheduled_job(("team-a", "odd")) == slim_scheduled_job(odd)
