@@ -194,14 +194,16 @@ class Leadership:
         # Renewals of what this replica holds go out *with* the LIST, not after it: each carries the record
         # (resourceVersion) of our own last write, so it needs no read, and a slow LIST on a loaded API
         # server no longer adds to the renewal's age. A stale record only costs a 409 (then: not holding).
+        # Only while holding: after a 409 our record is stale, and such a shard goes through the LIST below.
         early = [
             shard
             for shard, elector in enumerate(self._electors)
-            if shard in self._mine and shard not in self._handoffs and elector.record is not None
+            if shard in self._mine and shard not in self._handoffs and elector.holding and elector.record is not None
         ]
+        member_early = member.holding and member.record is not None
         renewed = asyncio.gather(
             *(self._electors[shard].tick(current=self._electors[shard].record, started=started) for shard in early),
-            *([member.tick(current=member.record, started=started)] if member.record is not None else []),
+            *([member.tick(current=member.record, started=started)] if member_early else []),
         )
         listed: Mapping[str, leases.LeaseRecord] | None
         try:
@@ -210,9 +212,10 @@ class Leadership:
             logger.warning("listing Leases in %s: %s", sharding.member.namespace, error)
             listed = None
         finally:
-            await renewed
+            outcomes = await renewed
+        kept = {shard for shard, held in zip(early, outcomes, strict=False) if held}
 
-        if member.record is None:
+        if not (member_early and member.holding):
             await member.tick(current=_from(listed, member.name), started=started)
         if listed is not None:
             self._track_members(listed, started)
@@ -229,7 +232,7 @@ class Leadership:
             if shard in self._handoffs:
                 continue
             if shard in self._mine:
-                if shard not in early:  # acquire (or re-acquire after a 409) with what the LIST saw
+                if shard not in kept:  # acquire (or re-acquire after a 409) with what the LIST saw
                     renewals.append(elector.tick(current=_from(listed, elector.name), started=started))
             elif elector.record is not None:
                 self._handoffs[shard] = asyncio.create_task(self._hand_off(shard), name=f"handoff {shard}")

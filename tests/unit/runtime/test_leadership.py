@@ -321,3 +321,21 @@ async def test_held_leases_are_renewed_alongside_the_list_not_after_it() -> None
     await step
     assert order.count("renew") == SHARDS + 1  # not renewed a second time after the LIST
     assert a.leadership.held() == SHARDS
+
+
+async def test_a_shard_lost_to_a_conflict_is_acquired_again_from_the_list_once_free() -> None:
+    """After a 409 our own record is stale: the shard must go through the LIST path, not be renewed with it
+    forever (found by the SIGSTOP-zombie e2e: the resumed replica never took its shard back)."""
+    api, clock = FakeLeases(), Clock()
+    a = replica(api, clock, "replica-a")
+    await rounds([a], clock, 2)
+    name = "s-shard-0"
+    api._store(name, dataclasses.replace(api.records[name], holder="someone-else"))  # taken over meanwhile
+    await a.leadership.step()
+    assert not a.leadership.acting(0)
+    assert a.leadership.held() == SHARDS - 1
+    api._store(name, dataclasses.replace(api.records[name], holder=None))  # ...and released again
+    clock.now += RETRY
+    await a.leadership.step()
+    assert a.leadership.acting(0)
+    assert api.records[name].holder == "replica-a"
