@@ -154,6 +154,7 @@ class Store:
         self._jobs: dict[tuple[str, str], dict[str, ObservedJob]] = {}
         self._tombstones: dict[tuple[str, str], dict[str, ObservedJob]] = {}
         self._seen: set[str] | None = set()
+        self._fresh: list[str] = []
 
     # ScheduledJobs ---------------------------------------------------------------------------------
 
@@ -273,12 +274,19 @@ class Store:
         uid = (body.get("metadata") or {}).get("uid")
         if uid:
             self._seen.add(str(uid))
+            self._fresh.append(str(uid))
 
     def has_seen(self, uid: str) -> bool:
         """True once any event for this UID (ScheduledJob or Job) was indexed (until tracking stops)."""
         return self._seen is not None and uid in self._seen
 
+    def take_seen(self) -> list[str]:
+        """The UIDs indexed since the last call (so readiness looks at each one once)."""
+        fresh, self._fresh = self._fresh, []
+        return fresh
+
     def stop_tracking_uids(self) -> None:
         """Readiness no longer needs the UIDs seen: forget them, and record no more (every Job ever seen
         would otherwise stay in this set for the life of the process)."""
         self._seen = None
+        self._fresh = []

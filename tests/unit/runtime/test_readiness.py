@@ -98,3 +98,27 @@ async def test_once_ready_the_store_stops_remembering_uids() -> None:
     assert listing.ready.is_set()
     store.put_scheduled_job(_sj("later"))
     assert not store.has_seen("a") and not store.has_seen("later")
+
+
+async def test_each_indexed_uid_is_looked_at_once_not_the_whole_expected_set_per_event() -> None:
+    class CountingStore(Store):
+        lookups = 0
+
+        def has_seen(self, uid: str) -> bool:
+            CountingStore.lookups += 1
+            return super().has_seen(uid)
+
+    n = 2000
+    store = CountingStore()
+    store.put_scheduled_job(_sj("sj-0"))  # indexed before our LIST came back
+    listing = InitialListing(store)
+    task = asyncio.create_task(listing.load(Lister([f"sj-{i}" for i in range(n)], []), (), recheck=0.01))
+    await asyncio.sleep(0.02)
+    assert listing.missing == n - 1
+    CountingStore.lookups = 0
+    for i in range(1, n):
+        store.put_scheduled_job(_sj(f"sj-{i}"))
+        listing.check()
+    assert listing.ready.is_set()
+    assert CountingStore.lookups == 0  # was n*(n-1)/2 with a full pass per event
+    await asyncio.wait_for(task, timeout=1)

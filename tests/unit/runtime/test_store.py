@@ -269,3 +269,14 @@ def test_the_uid_is_read_without_decoding_the_body() -> None:
     store.put_scheduled_job(odd)
     assert store.uid(("team-a", "odd")) == "ü-" + "x" * 300
     assert store.scheduled_job(("team-a", "odd")) == slim_scheduled_job(odd)
+
+
+def test_take_seen_hands_out_each_uid_once() -> None:
+    store = Store()
+    store.put_scheduled_job(scheduled_job())
+    store.put_job(_job("nightly-a"))
+    assert store.take_seen() == ["0b5d1a10-0000-4000-8000-000000000001", "uid-nightly-a"]
+    assert store.take_seen() == []
+    store.stop_tracking_uids()
+    store.put_job(_job("nightly-b"))
+    assert store.take_seen() == []
