@@ -86,7 +86,10 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             n=params["scale_n"],
             namespaces=params["herd_namespaces"],
             idle_seconds=params["idle_seconds"],
-            operator_args=[],
+            # the first status write of every object created while no operator ran goes at Sundial's bench QPS
+            operator_args=operator_args(
+                params["sundial_qps"], params["sundial_burst"], extra=params.get("sundial_args", "")
+            ),
         ).run()
     if name == "failover":
         return Failover(out=out, objects=params["failover_objects"], operator_args=[]).run()
