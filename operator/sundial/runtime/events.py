@@ -27,9 +27,10 @@ occurrence of an evicted series creates a new Event.
 retried in a loop: a failed create forgets the series (its next occurrence tries again), a failed PATCH
 keeps the count for the next interval. Nothing here raises into the reconciler.
 
-**Not fenced:** Events carry no state, so the send is not checked against the shard's Lease
-(:data:`sundial.kube.requests.SEND_GUARD` is not set here, unlike the reconciler's writes): an Event
-recorded by the holder may be sent after the Lease moved on. Only recording requires holding the shard.
+**Fenced like every other write:** ``record(..., guard=...)`` takes the reconciler's "do I still hold the
+shard?" check; it is set as :data:`sundial.kube.requests.SEND_GUARD` around the create or PATCH, so it runs
+right before the request is sent (after the Event rate limiter's wait). A replica that lost the shard (a
+SIGSTOPped zombie that resumes with Events queued) drops them (``result="dropped"``) instead of writing.
 
 **Shutdown:** :meth:`run` flushes what is pending (creates, then every pending count) for at most
 :data:`SHUTDOWN_FLUSH` seconds, then returns; whatever is left is dropped.
@@ -50,6 +51,7 @@ from typing import Any, Protocol
 
 from sundial import model
 from sundial.kube import objects, ratelimits, requests, results
+from sundial.runtime.leadership import NotActingError
 from sundial.runtime.metrics import Metrics
 from sundial.runtime.settings import Settings
 
@@ -116,6 +118,8 @@ class _Series:
     """The Event's ``count`` as written."""
     due: float = 0.0
     """Monotonic time from which the series may be written again."""
+    guard: Callable[[], None] | None = None
+    """The latest occurrence's send guard (raises if this replica may no longer write for the object)."""
 
 
 class _Throttled:
@@ -170,14 +174,23 @@ class EventRecorder:
 
     # Recording (synchronous) ------------------------------------------------------------------------
 
-    def record(self, involved: model.ObjectMeta, type_: str, reason: str, message: str) -> None:
-        """Count one occurrence; never blocks, never raises."""
+    def record(
+        self,
+        involved: model.ObjectMeta,
+        type_: str,
+        reason: str,
+        message: str,
+        guard: Callable[[], None] | None = None,
+    ) -> None:
+        """Count one occurrence; never blocks, never raises. ``guard`` runs right before the write is sent."""
         try:
-            self._record(involved, type_, reason, message)
+            self._record(involved, type_, reason, message, guard)
         except Exception:  # pragma: no cover - a bug here must not fail a reconcile pass
             logger.exception("could not record Event %s", reason)
 
-    def _record(self, involved: model.ObjectMeta, type_: str, reason: str, message: str) -> None:
+    def _record(
+        self, involved: model.ObjectMeta, type_: str, reason: str, message: str, guard: Callable[[], None] | None
+    ) -> None:
         key = (involved.namespace, involved.uid, type_, reason)
         now = self._clock()
         series = self._sent.get(key)
@@ -186,6 +199,7 @@ class EventRecorder:
         else:
             series = self._unsent.get(key)
         if series is not None:
+            series.guard = guard
             self._results.labels(result="aggregated").inc()
             self._occur(series, message, now)
             if key in self._sent and series.pending == 1:
@@ -202,7 +216,7 @@ class EventRecorder:
                 involved.name,
             )
             return
-        series = _Series(involved=involved, type_=type_, reason=reason, message=message, last=now)
+        series = _Series(involved=involved, type_=type_, reason=reason, message=message, last=now, guard=guard)
         self._occur(series, message, now)
         self._unsent[key] = series
         self._creates[type_ == WARNING].append(key)
@@ -292,6 +306,7 @@ class EventRecorder:
     async def _create(self, key: SeriesKey, series: _Series) -> None:
         count, first = series.pending, series.first or series.last
         series.pending, series.first = 0, None
+        fence = requests.SEND_GUARD.set(series.guard)
         try:
             name = await self._api.create_event(
                 involved=series.involved,
@@ -303,10 +318,14 @@ class EventRecorder:
                 count=count,
                 instance=self._identity,
             )
+        except NotActingError:
+            self._results.labels(result="dropped").inc(count)  # the shard moved on: not ours to write
+            return
         except Exception as error:
             self._failed(series, "create", error)
             return
         finally:  # a failed (or cancelled) create forgets the series: its next occurrence starts a new one
+            requests.SEND_GUARD.reset(fence)
             self._unsent.pop(key, None)
         self._results.labels(result="created").inc()
         series.name, series.count, series.due = name, count, self._monotonic() + self._interval
@@ -331,6 +350,7 @@ class EventRecorder:
         count, first = series.pending, series.first
         series.pending, series.first = 0, None
         series.due = self._monotonic() + self._interval
+        fence = requests.SEND_GUARD.set(series.guard)
         try:
             patched = await self._api.patch_event(
                 namespace=series.involved.namespace,
@@ -342,11 +362,16 @@ class EventRecorder:
         except asyncio.CancelledError:
             self._restore(series, count, first)  # ``count`` is absolute: sending it again is harmless
             raise
+        except NotActingError:
+            self._results.labels(result="dropped").inc(count)  # the shard moved on: not ours to write
+            return
         except Exception as error:
             self._restore(series, count, first)  # kept for the next interval, never retried right away
             self._schedule(key, series)
             self._failed(series, "patch", error)
             return
+        finally:
+            requests.SEND_GUARD.reset(fence)
         if isinstance(patched, results.Gone):  # the Event expired: a new one carries the count on
             self._sent.pop(key, None)
             self._restore(series, count, first)

@@ -66,7 +66,14 @@ class ObjectsApi(Protocol):
 class EventSink(Protocol):
     """Where Events go: :class:`sundial.runtime.events.EventRecorder` (sent in the background)."""
 
-    def record(self, involved: model.ObjectMeta, type_: str, reason: str, message: str) -> None: ...
+    def record(
+        self,
+        involved: model.ObjectMeta,
+        type_: str,
+        reason: str,
+        message: str,
+        guard: Callable[[], None] | None = None,
+    ) -> None: ...
 
 
 class Reconciler:
@@ -265,7 +272,7 @@ class Reconciler:
     def _event(self, shard: int, obj: model.ScheduledJob, type_: str, reason: str, message: str) -> None:
         """Recorded only while this replica acts for the shard; sent in the background, best effort."""
         if self._lead.acting(shard):
-            self._events.record(obj.metadata, type_, reason, message)
+            self._events.record(obj.metadata, type_, reason, message, guard=functools.partial(self._lead.check, shard))
 
     def _count(self, old: model.ScheduledJobStatus, new: model.ScheduledJobStatus) -> None:
         """Counters from the status deltas the claim just recorded."""

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from sundial import model
-from sundial.kube import errors, results
+from sundial.kube import errors, requests, results
 from sundial.runtime import events
 from sundial.runtime.events import EventRecorder
+from sundial.runtime.leadership import NotActingError
 from sundial.runtime.metrics import Metrics
 from sundial.runtime.settings import Settings
 
@@ -54,6 +55,13 @@ class Call:
     last: datetime | None = None
 
 
+def _send_guard() -> None:
+    """What the real requester does right before a request goes out."""
+    guard = requests.SEND_GUARD.get()
+    if guard is not None:
+        guard()
+
+
 @dataclass
 class FakeApi:
     calls: list[Call] = field(default_factory=list)
@@ -74,6 +82,7 @@ class FakeApi:
         instance: str,
     ) -> str:
         assert instance == "replica-1"
+        _send_guard()
         self.calls.append(Call("create", reason, count, message, first, last))
         if self.create_errors:
             raise self.create_errors.pop(0)
@@ -83,6 +92,7 @@ class FakeApi:
     async def patch_event(
         self, *, namespace: str, name: str, count: int, last_timestamp: datetime, message: str
     ) -> results.PatchResult:
+        _send_guard()
         self.calls.append(Call("patch", name, count, message, last=last_timestamp))
         if self.patch_results:
             result = self.patch_results.pop(0)
@@ -372,3 +382,27 @@ async def test_events_spend_a_token_bucket_of_their_own_and_are_observed() -> No
 def test_event_settings_are_validated(flags: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Settings(identity="me", **flags)
+
+
+async def test_a_replica_that_lost_the_shard_drops_its_queued_events_instead_of_writing() -> None:
+    """A SIGSTOPped holder resumes with Events queued: the guard (the reconciler's Lease check) runs right
+    before each send, so nothing is written - the fencing every other write has."""
+    api, clock, metrics = FakeApi(), Clock(), Metrics()
+    rec = recorder(api, clock, metrics)
+    acting = [True]
+
+    def guard() -> None:
+        if not acting[0]:
+            raise NotActingError("not holding shard 0")
+
+    rec.record(meta(), "Normal", "SuccessfulCreate", "Created job nightly-1", guard=guard)
+    await rec.step()
+    assert [call.verb for call in api.calls] == ["create"]
+    rec.record(meta(), "Normal", "SuccessfulCreate", "Created job nightly-2", guard=guard)
+    rec.record(meta(uid="other"), "Warning", "MissedSchedule", "missed", guard=guard)
+    acting[0] = False  # the Lease moved on while the occurrences waited
+    clock.advance(INTERVAL + 1)
+    await rec.step()
+    await rec.step()
+    assert [call.verb for call in api.calls] == ["create"]  # neither the patch nor the new create went out
+    assert counted(metrics, "dropped") == 2

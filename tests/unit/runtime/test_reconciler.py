@@ -75,7 +75,8 @@ class FakeEvents:
     def __init__(self, api: FakeApi) -> None:
         self.api = api
 
-    def record(self, involved: model.ObjectMeta, type_: str, reason: str, message: str) -> None:
+    def record(self, involved: model.ObjectMeta, type_: str, reason: str, message: str, guard: Any = None) -> None:
+        assert guard is not None  # every Event is fenced like the other writes
         self.api.calls.append(f"event:{reason}")
 
 
