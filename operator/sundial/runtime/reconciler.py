@@ -101,6 +101,7 @@ class Reconciler:
         self._sleep = sleep
         self._synthetic: dict[Key, dict[str, ObservedJob]] = {}
         self._active: dict[Key, int] = {}
+        self._active_total = 0
         # TEST ONLY fault injection (Settings.test_crash_after_claim): die between claim and create.
         self._crash_after_claim = crash_after_claim
         self._hard_exit = hard_exit
@@ -114,8 +115,8 @@ class Reconciler:
 
     def forget(self, key: Key) -> None:
         self._synthetic.pop(key, None)
-        self._active.pop(key, None)
-        self._metrics.active_runs.set(sum(self._active.values()))
+        self._active_total -= self._active.pop(key, 0)
+        self._metrics.active_runs.set(self._active_total)
 
     def _observed(self, key: Key) -> list[ObservedJob]:
         seen = self._store.observed_jobs(key)
@@ -290,5 +291,10 @@ class Reconciler:
                 del synthetic[name]
             if not synthetic:
                 del self._synthetic[key]
-        self._active[key] = len(status.active)
-        self._metrics.active_runs.set(sum(self._active.values()))
+        # Only keys with active runs are kept, and the total is kept as it changes: a sum over every key per
+        # pass cost 0.2 ms at 50,000 objects (~20 s of CPU for their first passes), and an entry per idle key.
+        count = len(status.active)
+        self._active_total += count - self._active.pop(key, 0)
+        if count:
+            self._active[key] = count
+        self._metrics.active_runs.set(self._active_total)

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, cast
 
 import kopf
 import pytest
 
+from sundial.kube import leases
+from sundial.model.enums import Trigger
+from sundial.model.status import ActiveRun, ScheduledJobStatus
 from sundial.runtime import heap, informers
+from sundial.runtime.leadership import Leadership
+from sundial.runtime.metrics import Metrics
+from sundial.runtime.reconciler import Reconciler
+from sundial.runtime.store import Store
 
 
 def body(uid: str) -> dict[str, Any]:
@@ -61,3 +69,37 @@ async def test_without_malloc_trim_nothing_runs(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(heap, "_TRIM", None)
     assert heap.trim() is False
     await asyncio.wait_for(heap.trim_periodically(asyncio.Event(), interval=0.01), timeout=1)
+
+
+def test_active_runs_are_counted_without_an_entry_per_idle_object() -> None:
+    class Elector:
+        holding, transitions = True, 1
+
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+    metrics = Metrics()
+    rec = Reconciler(
+        store=Store(), api=cast(Any, None), leadership=Leadership([cast(leases.LeaseElector, Elector())]),
+        planner=cast(Any, None), events=cast(Any, None), metrics=metrics, clock=lambda: now,
+    )  # fmt: skip
+
+    def run(job: str) -> ActiveRun:
+        return ActiveRun(scheduled_time=now, attempt=1, job=job, trigger=Trigger.SCHEDULE, claimed_at=now)
+
+    def gauge() -> float:
+        value = metrics.registry.get_sample_value("sundial_active_runs")
+        assert value is not None
+        return value
+
+    for i in range(100):
+        rec._settle(("ns", f"idle-{i}"), ScheduledJobStatus())
+    rec._settle(("ns", "a"), ScheduledJobStatus(active=(run("a-1"), run("a-2"))))
+    rec._settle(("ns", "b"), ScheduledJobStatus(active=(run("b-1"),)))
+    assert gauge() == 3
+    assert len(rec._active) == 2  # no entry for the 100 idle objects
+    rec._settle(("ns", "a"), ScheduledJobStatus(active=(run("a-2"),)))
+    assert gauge() == 2
+    rec.forget(("ns", "b"))
+    rec.forget(("ns", "idle-1"))
+    assert gauge() == 1
+    rec._settle(("ns", "a"), ScheduledJobStatus())
+    assert gauge() == 0 and rec._active == {}
