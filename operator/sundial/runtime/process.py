@@ -103,17 +103,16 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         renew_deadline=settings.renew_deadline,
         retry_period=settings.retry_period,
     )
+    main_loop = asyncio.get_running_loop()  # the lease thread reaches the in-flight counts and on_lease here
     sharding = Sharding(
         api=lease_api,
         member=member,
         prefix=settings.lease_name_prefix,
         retry_period=settings.retry_period,
-        drain=in_flight.drained,
+        drain=leasethread.on_loop(main_loop, in_flight.drained),
         drain_timeout=settings.renew_deadline,
         metrics=metrics,
     )
-    main_loop = asyncio.get_running_loop()
-    sharding.drain = leasethread.on_loop(main_loop, in_flight.drained)
     leadership = Leadership(electors, on_change=leasethread.to_loop(main_loop, on_lease), sharding=sharding)
     lease_thread = leasethread.LeaseThread(leadership, close=lease_api.close)
     reconciler = Reconciler(
