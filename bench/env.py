@@ -150,6 +150,21 @@ class BenchCluster:
 # -- the API server's own metrics --------------------------------------------------------------------------
 
 
+def operator_requests(text: str, *, with_code: bool = True) -> dict[str, float]:
+    """The operator's ``sundial_api_requests_total`` by ``verb|resource|code`` (``verb|resource``, codes
+    summed, without ``with_code``)."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("sundial_api_requests_total{"):
+            labels_text, value = line[len("sundial_api_requests_total{") :].rsplit("} ", 1)
+            labels = {k: v.strip('"') for k, v in (p.split("=", 1) for p in labels_text.split('",') if "=" in p)}
+            key = f"{labels.get('verb')}|{labels.get('resource')}"
+            if with_code:
+                key += f"|{labels.get('code')}"
+            totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
+
+
 def parse_requests(text: str) -> dict[tuple[str, str, str], float]:
     """``apiserver_request_total`` summed by (verb, group/resource, subresource)."""
     totals: dict[tuple[str, str, str], float] = defaultdict(float)

@@ -200,7 +200,7 @@ class Herd:
             result["settle_seconds"] = round(await settle(api), 1)
         if operator is not None:
             result["operator_lag_histogram_count"] = operator.metric("sundial_schedule_lag_seconds_count")
-            result["operator_api_requests"] = _operator_requests(operator.metrics())
+            result["operator_api_requests"] = env.operator_requests(operator.metrics())
             operator.stop()
         after = env.parse_requests(await api.text("/metrics"))
         result["apiserver_requests"] = {"|".join(k): v for k, v in sorted(env.delta(after, before).items())}
@@ -226,17 +226,6 @@ async def _delete_all(api: Api, namespaces: list[str], path: Any) -> None:
 
 def creds_of(api: Api) -> Any:
     return api.creds
-
-
-def _operator_requests(text: str) -> dict[str, float]:
-    totals: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("sundial_api_requests_total{"):
-            labels_text, value = line[len("sundial_api_requests_total{") :].rsplit("} ", 1)
-            labels = {k: v.strip('"') for k, v in (p.split("=", 1) for p in labels_text.split('",') if "=" in p)}
-            key = f"{labels.get('verb')}|{labels.get('resource')}|{labels.get('code')}"
-            totals[key] = totals.get(key, 0.0) + float(value)
-    return totals
 
 
 def _brief(result: dict[str, Any]) -> str:

@@ -80,14 +80,14 @@ class Steady:
         if operator is not None:
             pids["operator"] = operator.pid
         cpu_before = {k: env.cpu_seconds(p) for k, p in pids.items()}
-        requests_before = operator_requests(operator.metrics()) if operator is not None else {}
+        requests_before = env.operator_requests(operator.metrics(), with_code=False) if operator is not None else {}
         loads = [env.load()]
         while time.time() < last + 58:
             await asyncio.sleep(min(30.0, max(0.1, last + 58 - time.time())))
             loads.append(env.load())
         cpu = {k: round(env.cpu_seconds(p) - cpu_before[k], 2) for k, p in pids.items()}
         if operator is not None:
-            requests_after = operator_requests(operator.metrics())
+            requests_after = env.operator_requests(operator.metrics(), with_code=False)
             result["operator_requests"] = {
                 k: round(v - requests_before.get(k, 0.0), 1)
                 for k, v in requests_after.items()
@@ -127,18 +127,6 @@ class Steady:
         )
         result["cleanup_seconds"] = round(await api.delete_namespaces(namespaces), 1)
         return result
-
-
-def operator_requests(text: str) -> dict[str, float]:
-    """``sundial_api_requests_total`` by ``verb|resource`` (codes summed)."""
-    totals: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("sundial_api_requests_total{"):
-            labels_text, value = line[len("sundial_api_requests_total{") :].rsplit("} ", 1)
-            labels = dict(part.split("=", 1) for part in labels_text.split(",") if "=" in part)
-            key = f"{labels.get('verb', '').strip(chr(34))}|{labels.get('resource', '').strip(chr(34))}"
-            totals[key] = totals.get(key, 0.0) + float(value)
-    return totals
 
 
 def writes_per_run(deltas: dict[str, float], runs: int) -> dict[str, float]:
