@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from bench import env
-from sundial.sandbox import Sandbox
+from sundial.sandbox import Sandbox, install_crds
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "scheduledjob.json"
 NAMESPACE = "capture"
@@ -104,10 +104,7 @@ def capture(out: Path) -> None:
         kubeconfig = sandbox.start()
         operator: env.Operator | None = None
         try:
-            kubectl(kubeconfig, "apply", "--server-side", "-f", str(env.REPO / "crds"))
-            kubectl(
-                kubeconfig, "wait", "--for=condition=Established", "--timeout=120s", "crd/scheduledjobs.sundial.dev"
-            )
+            install_crds(kubeconfig, env.REPO / "crds")
             kubectl(kubeconfig, "create", "namespace", NAMESPACE)
             kubectl(
                 kubeconfig, "apply", "--server-side", "--field-manager=argocd-controller", "-f", "-", stdin=MANIFEST

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sundial.sandbox import Sandbox
+from sundial.sandbox import Sandbox, install_crds
 from sundial.sandbox.api import probe_https
 from sundial.sandbox.processes import ProcessTable
 
@@ -100,17 +100,11 @@ class BenchCluster:
         self.sandbox = Sandbox(self.directory / "sandbox")
         self.kubeconfig = self.sandbox.start()
         self.kcm_flags: list[str] = []
-        subprocess.run(
-            ["kubectl", f"--kubeconfig={self.kubeconfig}", "apply", "--server-side", "-f", str(REPO / "crds")],
-            check=True,
-            capture_output=True,
-        )
-        subprocess.run(
-            ["kubectl", f"--kubeconfig={self.kubeconfig}", "wait", "--for=condition=Established", "--timeout=60s",
-             "crd/scheduledjobs.sundial.dev"],
-            check=True,
-            capture_output=True,
-        )  # fmt: skip
+        try:
+            install_crds(self.kubeconfig, REPO / "crds")
+        except BaseException:
+            self.close()  # the caller never gets an object to close: do not leak the control plane
+            raise
 
     def pid(self, component: str) -> int:
         for record in ProcessTable(self.sandbox.directory).records():

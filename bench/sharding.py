@@ -32,6 +32,7 @@ from typing import Any
 
 from bench import env
 from bench.stats import summary
+from sundial.sandbox import install_crds
 
 REPO = Path(__file__).resolve().parents[1]
 SHARDS = 12
@@ -242,8 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         sandbox = Sandbox(args.sandbox_dir or Path(tempfile.mkdtemp(prefix="bench-sharding-")))
         kubeconfig = sandbox.start()
     try:
-        kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
-        kubectl(kubeconfig, "wait", "--for=condition=Established", "crd/scheduledjobs.sundial.dev")
+        install_crds(kubeconfig, REPO / "crds")
         results: dict[str, Any] = {
             "started": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": env.machine(),

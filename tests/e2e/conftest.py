@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from sundial.sandbox import DURATION_ANNOTATION, OUTCOME_FAIL, OUTCOME_LABEL, Sandbox
+from sundial.sandbox import DURATION_ANNOTATION, OUTCOME_FAIL, OUTCOME_LABEL, Sandbox, install_crds
 from sundial.sandbox.webhook import issue_serving_certificate, validating_webhook_configuration
 
 T = TypeVar("T")
@@ -435,8 +435,7 @@ class OperatorLauncher:
 @pytest.fixture(scope="session")
 def crds(cluster: Cluster) -> None:
     """The Sundial CRDs, applied once per session and Established."""
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
-    cluster.kubectl("wait", "--for=condition=Established", "crd/scheduledjobs.sundial.dev", "--timeout=60s")
+    install_crds(cluster.kubeconfig, REPO / "crds")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from sundial.sandbox import install_crds
+
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster
 
@@ -170,8 +172,7 @@ def test_crds_apply_and_print_columns(cluster: Cluster, namespace: str) -> None:
     if not crds:
         pytest.skip("crds/ has no YAML yet")
     for crd in crds:
-        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/scheduledjobs.sundial.dev", timeout=90)
+        install_crds(cluster.kubeconfig, crd)
     # Discovery can lag behind Established for a moment.
     cluster.wait_for(
         lambda: cluster.kubectl("get", "sj", "-n", namespace, check=False).returncode == 0,

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 
+from sundial.sandbox import install_crds
+
 if TYPE_CHECKING:
     from tests.e2e.conftest import AdmissionWebhook, Cluster
 
@@ -90,8 +92,7 @@ def admission_webhook(request: pytest.FixtureRequest) -> str | None:
 @pytest.fixture(scope="module")
 def crd(cluster: Cluster) -> str:
     """Install (or re-apply, idempotently) the CRD and wait until it serves."""
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
-    cluster.kubectl("wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=60s")
+    install_crds(cluster.kubeconfig, REPO / "crds")
     return CRD_NAME
 
 

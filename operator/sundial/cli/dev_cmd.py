@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sundial.cli.sandbox_cmd import default_directory
-from sundial.sandbox import BinariesError, Sandbox, SandboxError
+from sundial.sandbox import BinariesError, CrdError, Sandbox, SandboxError, install_crds
 
 
 def repository_root() -> Path:
@@ -40,11 +40,10 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     root = repository_root()
     try:
-        _kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(root / "crds"))
-        _kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd/scheduledjobs.sundial.dev")
+        install_crds(kubeconfig, root / "crds")
         if not args.no_samples:
             _kubectl(kubeconfig, "apply", "--server-side", "-k", str(root / "config" / "samples"))
-    except subprocess.CalledProcessError as error:
+    except (subprocess.CalledProcessError, CrdError) as error:
         print(f"kubectl failed: {error}", file=sys.stderr)
         return 1
     print(

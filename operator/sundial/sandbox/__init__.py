@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sundial.sandbox.binaries import BINARIES, BinariesError, ensure_binaries
 from sundial.sandbox.cluster import Sandbox, SandboxError
+from sundial.sandbox.crds import CrdError, install_crds
 from sundial.sandbox.stages import (
     DURATION_ANNOTATION,
     FAKE_NODE_ANNOTATION,
@@ -26,7 +27,9 @@ __all__ = [
     "OUTCOME_FAIL",
     "OUTCOME_LABEL",
     "BinariesError",
+    "CrdError",
     "Sandbox",
     "SandboxError",
     "ensure_binaries",
+    "install_crds",
 ]

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from sundial.sandbox import install_crds
+
 from .harness import REPO, Harness
 
 
@@ -28,8 +30,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def harness(cluster: Any, namespace: str, tmp_path: Path) -> Iterator[Harness]:
-    cluster.kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
-    cluster.kubectl("wait", "--for=condition=Established", "crd/scheduledjobs.sundial.dev", "--timeout=60s")
+    install_crds(cluster.kubeconfig, REPO / "crds")
     h = Harness(cluster, namespace, tmp_path)
     h.start_watch()
     try:
