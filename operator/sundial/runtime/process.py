@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +14,7 @@ import kopf
 from sundial.kube import connections, leases, objects, ratelimits, requests
 from sundial.runtime import admission, events, heap, informers, leasethread, probes
 from sundial.runtime.dispatcher import Dispatcher
+from sundial.runtime.intake import Intake
 from sundial.runtime.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.metrics import Metrics
 from sundial.runtime.readiness import InitialListing
@@ -45,23 +45,17 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         bucket=ratelimits.TokenBucket(rate=settings.qps, burst=settings.burst), observer=metrics
     )
     api = objects.ObjectsApi(api_client=client, requester=requester)
+
     # Lease calls run on a thread of their own (runtime/leasethread.py), with their own API client and token
     # bucket: neither a herd of Job creations nor a busy event loop may delay a renewal.
-    lease_client: list[Any] = []
-
     def lease_api_factory() -> leases.KubeLeaseApi:
-        lease_client.append(connections.api_client(configuration))
         lease_requester = requests.Requester(
             bucket=ratelimits.TokenBucket(rate=max(10.0, 4 * settings.shards), burst=20 + 4 * settings.shards),
             observer=metrics,
         )
-        return leases.KubeLeaseApi(api_client=lease_client[0], requester=lease_requester)
+        return leases.KubeLeaseApi(api_client=connections.api_client(configuration), requester=lease_requester)
 
-    async def close_lease_client() -> None:
-        for each in lease_client:
-            await each.close()
-
-    lease_api = leasethread.DeferredLeaseApi(lease_api_factory, close_lease_client)
+    lease_api = leasethread.DeferredLeaseApi(lease_api_factory)
     # Events too (--event-qps/--event-burst), sent in the background: they never delay a claim or a Job.
     recorder = events.EventRecorder(
         api=events.events_api(api_client=client, settings=settings, metrics=metrics),
@@ -140,24 +134,11 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         on_index_size=metrics.due_index_size.set,
     )
 
-    def on_scheduled_job(kind: str | None, body: Mapping[str, Any]) -> None:
-        if kind == "DELETED":
-            key = store.drop_scheduled_job(body)
-            dispatcher.forget(key)
-            reconciler.forget(key)
-        else:
-            dispatcher.touch(store.put_scheduled_job(body))
-        listing.check()
-
-    def on_job(kind: str | None, body: Mapping[str, Any]) -> None:
-        key = store.drop_job(body) if kind == "DELETED" else store.put_job(body)
-        if key is not None:
-            dispatcher.touch(key)
-        listing.check()
+    intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
 
     logged_in = asyncio.Event()
     registry = informers.registry(
-        configuration=configuration, on_scheduled_job=on_scheduled_job, on_job=on_job, on_login=logged_in.set
+        configuration=configuration, on_scheduled_job=intake.scheduled_job, on_job=intake.job, on_login=logged_in.set
     )
     kopf_settings = informers.operator_settings()
     informers.use_fast_json()

@@ -119,12 +119,13 @@ class _Codec:
         return orjson.loads(unpacker.decompress(blob) + unpacker.flush())
 
 
-#: Bytes of the UID's length in front of a kept ScheduledJob.
-_UID_LENGTH = 2
+#: Bytes of the clear header's length in front of a kept ScheduledJob.
+_HEADER_LENGTH = 2
 
 
-def _uid_length(kept: bytes) -> int:
-    return int.from_bytes(kept[:_UID_LENGTH], "big")
+def _header(kept: bytes) -> bytes:
+    """The clear header of a kept ScheduledJob: ``<uid> <resourceVersion>`` (a UID has no space)."""
+    return kept[_HEADER_LENGTH : _HEADER_LENGTH + int.from_bytes(kept[:_HEADER_LENGTH], "big")]
 
 
 def key_of(body: Mapping[str, Any]) -> Key:
@@ -160,13 +161,23 @@ class Store:
 
     def put_scheduled_job(self, body: Mapping[str, Any]) -> Key:
         key = key_of(body)
-        # The UID in clear in front (two length bytes, then UTF-8): uid() needs no decompression, and
-        # process.on_lease asks it of every key when a shard's Lease is acquired.
-        uid = str((body.get("metadata") or {}).get("uid", "")).encode()
-        header = len(uid).to_bytes(_UID_LENGTH, "big") + uid
+        # The UID and resourceVersion in clear in front (two length bytes, then UTF-8): uid() and holds()
+        # need no decompression; process.on_lease asks uid() of every key when a shard's Lease is acquired,
+        # and every watch event asks holds().
+        meta = body.get("metadata") or {}
+        clear = f"{meta.get('uid', '')} {meta.get('resourceVersion', '')}".encode()
+        header = len(clear).to_bytes(_HEADER_LENGTH, "big") + clear
         self._scheduled_jobs[key] = header + self._codec.encode(slim_scheduled_job(body))
         self._seen_uid(body)
         return key
+
+    def holds(self, body: Mapping[str, Any]) -> bool:
+        """True if the kept copy of BODY's object has BODY's (non-empty) resourceVersion: the watch is
+        telling us what we already know - most often the echo of the status write a reconcile just kept,
+        or a re-list after a watch restart. Same resourceVersion, same object: nothing new to plan."""
+        version = str((body.get("metadata") or {}).get("resourceVersion", ""))
+        kept = self._scheduled_jobs.get(key_of(body))
+        return bool(version) and kept is not None and _header(kept).partition(b" ")[2].decode() == version
 
     def drop_scheduled_job(self, body: Mapping[str, Any]) -> Key:
         key = key_of(body)
@@ -179,7 +190,7 @@ class Store:
         kept = self._scheduled_jobs.get(key)
         if kept is None:
             return None
-        body: dict[str, Any] = self._codec.decode(kept[_UID_LENGTH + _uid_length(kept) :])
+        body: dict[str, Any] = self._codec.decode(kept[_HEADER_LENGTH + len(_header(kept)) :])
         return body
 
     def uid(self, key: Key) -> str | None:
@@ -187,7 +198,7 @@ class Store:
         kept = self._scheduled_jobs.get(key)
         if kept is None:
             return None
-        return kept[_UID_LENGTH : _UID_LENGTH + _uid_length(kept)].decode()
+        return _header(kept).partition(b" ")[0].decode()
 
     def scheduled_job_keys(self) -> Iterator[Key]:
         return iter(list(self._scheduled_jobs))

@@ -280,3 +280,21 @@ def test_take_seen_hands_out_each_uid_once() -> None:
     store.stop_tracking_uids()
     store.put_job(_job("nightly-b"))
     assert store.take_seen() == []
+
+
+def test_holds_compares_the_resource_version_without_decoding() -> None:
+    store = Store()
+    body = scheduled_job()
+    assert not store.holds(body)  # nothing kept yet
+    store.put_scheduled_job(body)
+    assert store.holds(copy.deepcopy(body))  # the echo of what we kept
+    newer = copy.deepcopy(body)
+    newer["metadata"]["resourceVersion"] = "4712"
+    assert not store.holds(newer)
+    unversioned = copy.deepcopy(body)
+    del unversioned["metadata"]["resourceVersion"]
+    assert not store.holds(unversioned)  # no version: never assume it is the same object
+    store.put_scheduled_job(unversioned)
+    assert not store.holds(unversioned)
+    assert store.uid(KEY) == "0b5d1a10-0000-4000-8000-000000000001"
+    assert store.scheduled_job(KEY) == slim_scheduled_job(unversioned)
