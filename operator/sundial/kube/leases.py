@@ -111,6 +111,10 @@ class KubeLeaseApi:
     def _record(self, value: Any) -> LeaseRecord:
         return record_from(self._client.sanitize_for_serialization(value))
 
+    async def close(self) -> None:
+        """Close the API client this object was given (the lease thread's own)."""
+        await self._client.close()
+
     async def get(self, *, namespace: str, name: str) -> LeaseRecord | None:
         try:
             body = await self._req.call(

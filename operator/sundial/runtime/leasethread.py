@@ -40,9 +40,8 @@ class DeferredLeaseApi:
     exists only once the thread runs.
     """
 
-    def __init__(self, factory: Callable[[], leases.KubeLeaseApi], close: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, factory: Callable[[], leases.KubeLeaseApi]) -> None:
         self._factory = factory
-        self._close = close
         self._api: leases.KubeLeaseApi | None = None
 
     def _get(self) -> leases.KubeLeaseApi:
@@ -67,7 +66,7 @@ class DeferredLeaseApi:
 
     async def close(self) -> None:
         if self._api is not None:
-            await self._close()
+            await self._api.close()
 
 
 def on_loop(loop: asyncio.AbstractEventLoop, function: Callable[[int], Awaitable[T]]) -> Callable[[int], Awaitable[T]]:

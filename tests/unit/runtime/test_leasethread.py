@@ -122,14 +122,14 @@ async def test_the_deferred_api_is_built_on_first_use_and_closed_only_if_built()
         async def list(self, *, namespace: str) -> dict[str, object]:
             return {"ns": namespace}
 
+        async def close(self) -> None:
+            closed.append(True)
+
     def factory() -> object:
         built.append(threading.get_ident())
         return _Api()
 
-    async def close() -> None:
-        closed.append(True)
-
-    api = leasethread.DeferredLeaseApi(factory, close)  # type: ignore[arg-type]
+    api = leasethread.DeferredLeaseApi(factory)  # type: ignore[arg-type]
     await api.close()
     assert built == [] and closed == []
     assert await api.list(namespace="x") == {"ns": "x"}
