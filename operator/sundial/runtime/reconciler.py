@@ -158,10 +158,10 @@ class Reconciler:
                     if fresh is None:
                         return None
                     body = fresh
-                    self._store.put_scheduled_job(fresh)
+                    self._store.keep_newer(fresh, read_version=obj.metadata.resource_version)
                     continue
                 body = written.body
-                self._store.put_scheduled_job(body)
+                self._store.keep_newer(body, read_version=obj.metadata.resource_version)
                 self._count(obj.status, plan.status)
                 self._maybe_crash(plan)
             if await self._act(key, shard, obj, plan):

@@ -171,6 +171,16 @@ class Store:
         self._seen_uid(body)
         return key
 
+    def keep_newer(self, body: Mapping[str, Any], *, read_version: str) -> None:
+        """Keep BODY - what a status write returned, or a fresh read after a conflict - unless the watch has
+        meanwhile kept a version other than READ_VERSION (the one the write was planned from). A watch
+        delivers an object's versions in order, so the kept one is then the echo of BODY or newer: putting
+        BODY over it would take the store back to an older object whose newer event was already handled.
+        Nothing kept (the watch saw it deleted meanwhile): nothing to bring back either."""
+        kept = self._scheduled_jobs.get(key_of(body))
+        if kept is not None and _header(kept).partition(b" ")[2].decode() == read_version:
+            self.put_scheduled_job(body)
+
     def holds(self, body: Mapping[str, Any]) -> bool:
         """True if the kept copy of BODY's object has BODY's (non-empty) resourceVersion: the watch is
         telling us what we already know - most often the echo of the status write a reconcile just kept,

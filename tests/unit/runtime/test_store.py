@@ -298,3 +298,34 @@ def test_holds_compares_the_resource_version_without_decoding() -> None:
     assert not store.holds(unversioned)
     assert store.uid(KEY) == "0b5d1a10-0000-4000-8000-000000000001"
     assert store.scheduled_job(KEY) == slim_scheduled_job(unversioned)
+
+
+def _at(version: str, **status: Any) -> dict[str, Any]:
+    body = scheduled_job(status=dict(status))
+    body["metadata"]["resourceVersion"] = version
+    return body
+
+
+def test_keep_newer_keeps_a_write_planned_from_the_kept_version() -> None:
+    store = Store()
+    store.put_scheduled_job(_at("7"))
+    store.keep_newer(_at("8", runs=1), read_version="7")
+    assert (store.scheduled_job(KEY) or {})["status"] == {"runs": 1}
+    assert store.holds(_at("8"))
+
+
+def test_keep_newer_never_goes_back_behind_the_watch() -> None:
+    store = Store()
+    store.put_scheduled_job(_at("7"))
+    store.put_scheduled_job(_at("9", suspended="by-user"))  # the watch brought a newer edit first
+    store.keep_newer(_at("8", runs=1), read_version="7")  # ... then our write's response (older) is kept
+    assert (store.scheduled_job(KEY) or {})["status"] == {"suspended": "by-user"}
+    assert store.holds(_at("9"))
+
+
+def test_keep_newer_does_not_bring_back_a_deleted_object() -> None:
+    store = Store()
+    store.put_scheduled_job(_at("7"))
+    store.drop_scheduled_job(_at("7"))
+    store.keep_newer(_at("8", runs=1), read_version="7")
+    assert store.scheduled_job(KEY) is None
