@@ -26,6 +26,11 @@ class Metrics:
         self.missed = Counter("sundial_runs_missed", "Runs missed (past the catch-up window).", registry=r)
         self.skipped = Counter("sundial_runs_skipped", "Runs skipped (concurrencyPolicy Forbid).", registry=r)
         self.dead_lettered = Counter("sundial_runs_dead_lettered", "Runs dead-lettered.", registry=r)
+        self.succeeded = Counter("sundial_runs_succeeded", "Runs whose Job succeeded.", registry=r)
+        self.attempts_failed = Counter(
+            "sundial_attempts_failed", "Attempts whose Job failed or was lost (each may be retried).", registry=r
+        )
+        self.retried = Counter("sundial_attempts_retried", "Retry attempts started (attempt 2 on).", registry=r)
         self.active_runs = Gauge("sundial_active_runs", "Runs with an active attempt.", registry=r)
         self.leases_held = Gauge("sundial_leases_held", "Shard Leases this replica holds.", registry=r)
         self.shards_assigned = Gauge(

@@ -292,3 +292,21 @@ async def test_events_are_recorded_only_while_acting_for_the_shard() -> None:
     rec, _ = reconciler(api, FakePlanner([plan(CREATE, EVENT)]), elector)
     await rec.reconcile(KEY)
     assert api.calls == ["write@1", "create:nightly-1-1"]  # no SuccessfulCreate from a replica that lost it
+
+
+async def test_outcome_counters_follow_the_status_counters_the_claim_recorded() -> None:
+    from sundial.model.status import Counters  # noqa: PLC0415
+
+    counted = ScheduledJobStatus(counters=Counters(runs=4, succeeded=2, failed=3, retried=1, missed=1))
+    api, planner = FakeApi(), FakePlanner([Plan(status=counted, write_status=True, actions=(), wake_at=WAKE)])
+    rec, _ = reconciler(api, planner)
+    await rec.reconcile(KEY)
+    metrics = rec._metrics
+
+    def value(name: str) -> float | None:
+        return metrics.registry.get_sample_value(name)
+
+    assert value("sundial_runs_succeeded_total") == 2
+    assert value("sundial_attempts_failed_total") == 3
+    assert value("sundial_attempts_retried_total") == 1
+    assert value("sundial_runs_missed_total") == 1
