@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 
-def health_app(*, alive: Callable[[], bool], ready: Callable[[], bool]) -> web.Application:
+def health_app(
+    *, alive: Callable[[], bool], ready: Callable[[], bool], webhook: Callable[[], Awaitable[bool]] | None = None
+) -> web.Application:
+    """``/healthz`` and ``/readyz``. Ready: the initial state is indexed and, with a WEBHOOK check, the
+    admission webhook accepts connections (with ``failurePolicy: Fail`` a Service endpoint whose webhook does
+    not listen yet would refuse every ``kubectl apply``)."""
+
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n") if alive() else web.Response(status=503, text="dead\n")
 
     async def readyz(_: web.Request) -> web.Response:
-        return web.Response(text="ready\n") if ready() else web.Response(status=503, text="not ready\n")
+        if not ready():
+            return web.Response(status=503, text="not ready: initial state not indexed yet\n")
+        if webhook is not None and not await webhook():
+            return web.Response(status=503, text="not ready: the admission webhook does not accept connections\n")
+        return web.Response(text="ready\n")
 
     app = web.Application()
     app.router.add_get("/healthz", healthz)
@@ -29,6 +41,23 @@ def metrics_app(registry: CollectorRegistry) -> web.Application:
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     return app
+
+
+def listening(host: str, port: int, *, timeout: float = 1.0) -> Callable[[], Awaitable[bool]]:
+    """A check that a TCP connection to HOST:PORT is accepted (``0.0.0.0``/``::``/empty: the loopback)."""
+    target = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+
+    async def check() -> bool:
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(target, port), timeout)
+        except (OSError, TimeoutError):
+            return False
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        return True
+
+    return check
 
 
 async def serve(app: web.Application, *, port: int) -> web.AppRunner:

@@ -145,7 +145,8 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
     admission.configure(kopf_settings, registry, settings)  # the validating webhook, if --webhook-port
     runners = []
     if settings.health_port:
-        app = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set)
+        webhook = probes.listening(settings.webhook_addr, settings.webhook_port) if settings.webhook_port else None
+        app = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=webhook)
         runners.append(await probes.serve(app, port=settings.health_port))
     if settings.metrics_port:
         runners.append(await probes.serve(probes.metrics_app(metrics.registry), port=settings.metrics_port))
