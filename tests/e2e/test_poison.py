@@ -274,6 +274,13 @@ def test_a_poison_object_is_reported_and_does_not_slow_the_healthy_ones(
     assert refused.returncode != 0
     assert "denied the request" in refused.stderr and "spec.schedule" in refused.stderr, refused.stderr
     assert "poison-2" not in _scheduled_jobs(cluster, namespace)
+    # The operator logs the refusal as what it is - the webhook doing its job - at INFO, not as an error.
+    logged = cluster.wait_for(
+        lambda: [line for line in operator.log.read_text(errors="replace").splitlines() if "poison-2" in line],
+        timeout=10,
+        message="the refusal in the operator's log",
+    )
+    assert all(" INFO kopf.objects: Webhook 'validate-scheduledjob' failed permanently" in ln for ln in logged), logged
     # ... while the stored poison still takes a metadata-only update (it can be labelled and cleaned up).
     cluster.kubectl("label", "scheduledjob", POISON, "-n", namespace, "quarantine=true")
 

@@ -1,0 +1,25 @@
+"""Log records: a webhook refusal that kopf logs as an ERROR is kept, at INFO; other errors stay errors."""
+
+from __future__ import annotations
+
+import logging
+
+from sundial.runtime.admission import WEBHOOK_ID
+from sundial.runtime.logs import RefusalsAreInfo
+
+
+def record(level: int, msg: str) -> logging.LogRecord:
+    return logging.LogRecord("kopf.objects", level, __file__, 1, msg, (), None)
+
+
+def test_a_refusal_is_logged_at_info() -> None:
+    message = 'ScheduledJob.sundial.dev "x" is invalid: spec.schedule: …'
+    refusal = record(logging.ERROR, f"Webhook '{WEBHOOK_ID}' failed permanently: {message}")
+    assert RefusalsAreInfo().filter(refusal)
+    assert (refusal.levelno, refusal.levelname) == (logging.INFO, "INFO")
+
+
+def test_other_handler_errors_stay_errors() -> None:
+    other = record(logging.ERROR, "Webhook 'something-else' failed permanently: boom")
+    assert RefusalsAreInfo().filter(other)
+    assert (other.levelno, other.levelname) == (logging.ERROR, "ERROR")
