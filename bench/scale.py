@@ -38,6 +38,15 @@ async def quiet(operator: env.Operator, limit: float, still: float = 10.0) -> fl
     return round(time.monotonic() - start, 1)
 
 
+async def settle(pid: int, limit: float, below: float = 2.0, window: float = 10.0) -> float:
+    """Seconds until PID used less than BELOW percent of a core over a WINDOW (LIMIT at most): the backlog of
+    watch events (e.g. the echoes of the operator's own first status writes) is digested."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit and await idle(pid, window) >= below:
+        pass
+    return round(time.monotonic() - start, 1)
+
+
 class Scale:
     def __init__(
         self, *, out: Path, n: int, namespaces: int, idle_seconds: float, operator_args: list[str], name: str = "scale"
@@ -78,6 +87,10 @@ class Scale:
                 # Objects created while no operator ran get their first status write after start (at the
                 # operator's --qps): idle is measured only once its API requests have stopped for 10 s.
                 result["operator_settle_seconds"] = await quiet(operator, limit=max(120.0, self.n / 40))
+                # The first window right after the writes stop, then again once CPU has settled (the issue's
+                # "idle": nothing left to digest).
+                result["operator_cpu_pct_after_writes"] = await idle(operator.pid, self.idle_seconds)
+                result["operator_cpu_settle_seconds"] = await settle(operator.pid, limit=600.0)
                 result["operator_idle_cpu_pct"] = await idle(operator.pid, self.idle_seconds)
                 result["operator_rss_mb"] = env.rss_mb(operator.pid)
                 result["operator_due_index_size"] = operator.metric("sundial_due_index_size")
