@@ -7,7 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client, config
+
+from sundial.kube import requests
 
 
 class LoginError(RuntimeError):
@@ -54,9 +57,37 @@ def api_client(configuration: Any, environ: Mapping[str, str] | None = None) -> 
     the environment; credentials come from the kubeconfig or the service account, never from netrc.
     """
     api = client.ApiClient(configuration=configuration)
+    session = getattr(getattr(api, "rest_client", None), "pool_manager", None)
     environ = os.environ if environ is None else environ
-    if not any(environ.get(name) for name in PROXY_ENV):
-        session = getattr(getattr(api, "rest_client", None), "pool_manager", None)
-        if session is not None and hasattr(session, "_trust_env"):
-            session._trust_env = False
+    if not any(environ.get(name) for name in PROXY_ENV) and session is not None and hasattr(session, "_trust_env"):
+        session._trust_env = False
+    if session is not None:
+        fence(session)
     return api
+
+
+def fence(session: aiohttp.ClientSession) -> None:
+    """Run :data:`sundial.kube.requests.SEND_GUARD` again once the request has its connection, right before
+    aiohttp writes it.
+
+    The Requester checks the guard after the token bucket; the connection comes after that check, and opening
+    one (TCP + TLS) takes milliseconds - more under load. A process paused (SIGSTOP, a frozen VM) inside that
+    window sent its write on resume, after another replica had taken over: the chaos harness caught resumed
+    zombies sending Events this way. Re-checking on the connection narrows the window to writing the bytes.
+    (If the check fails on a *new* connection, aiohttp drops that connection without closing it; the server
+    closes it when idle. That happens only to a replica that just lost its Lease.)
+    """
+    configs = getattr(session, "_trace_configs", None)
+    if not isinstance(configs, list):
+        raise RuntimeError("aiohttp.ClientSession has no _trace_configs list: review sundial.kube.connections.fence")
+    trace = aiohttp.TraceConfig()
+
+    async def check(*_: object) -> None:
+        guard = requests.SEND_GUARD.get()
+        if guard is not None:
+            guard()
+
+    trace.on_connection_create_end.append(check)
+    trace.on_connection_reuseconn.append(check)
+    trace.freeze()
+    configs.append(trace)
