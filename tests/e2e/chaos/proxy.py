@@ -52,6 +52,11 @@ class Request:
     """``forwarded``, ``503``, ``429``, ``reset-before``, ``reset-after``, …"""
     status: int = 0
     """The API server's response code for forwarded requests (0: none seen)."""
+    opened: float = 0.0
+    """``time.time()`` when the proxy accepted the request's connection (one request per connection here).
+    The client opens it before its last send-guard check (``sundial.kube.connections.fence``): a request
+    whose connection was opened before a SIGSTOP had passed that check before the stop and is a write in
+    flight, not one a resumed zombie decided to send."""
 
     @property
     def is_write(self) -> bool:
@@ -136,10 +141,10 @@ class FaultProxy:
 
     # -- the proxy (in its own loop) ----------------------------------------------------------------
 
-    def _record(self, name: str, method: str, path: str, outcome: str, *, at: float | None = None,
+    def _record(self, name: str, method: str, path: str, outcome: str, *, opened: float, at: float | None = None,
                 status: int = 0) -> None:  # fmt: skip
         with self._lock:
-            self.requests.append(Request(name, at or time.time(), method, path, outcome, status))
+            self.requests.append(Request(name, at or time.time(), method, path, outcome, status, opened))
             if outcome not in ("forwarded", "client-gone", "upstream-down"):
                 self.injected[outcome] += 1
 
@@ -157,6 +162,7 @@ class FaultProxy:
         return None
 
     async def _serve(self, name: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        opened = time.time()
         upstream_writer: asyncio.StreamWriter | None = None
         try:
             try:
@@ -186,7 +192,7 @@ class FaultProxy:
             fault = self._pick(faults, watch)
             if fault in ("5xx", "429"):
                 code = 429 if fault == "429" else self._random.choice((500, 503, 504))
-                self._record(name, method, target, str(code))
+                self._record(name, method, target, str(code), opened=opened)
                 status = {
                     "kind": "Status",
                     "apiVersion": "v1",
@@ -206,7 +212,7 @@ class FaultProxy:
                 await writer.drain()
                 return
             if fault == "reset-before":
-                self._record(name, method, target, "reset-before")
+                self._record(name, method, target, "reset-before", opened=opened)
                 writer.transport.abort()
                 return
             host, port = self._upstream.host_port
@@ -215,7 +221,7 @@ class FaultProxy:
                     host, port, ssl=self._client_ssl, server_hostname=host, limit=1 << 20
                 )
             except (OSError, ssl.SSLError):
-                self._record(name, method, target, "upstream-down")
+                self._record(name, method, target, "upstream-down", opened=opened)
                 writer.transport.abort()
                 return
             sent_at = time.time()
@@ -225,7 +231,7 @@ class FaultProxy:
             code = 0
             with contextlib.suppress(ValueError, IndexError):
                 code = int(first.split(b" ", 2)[1])
-            self._record(name, method, target, fault or "forwarded", at=sent_at, status=code)
+            self._record(name, method, target, fault or "forwarded", opened=opened, at=sent_at, status=code)
             if fault == "reset-after":
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(upstream_reader.read(), timeout=30)

@@ -144,7 +144,14 @@ class Chaos:
                 (r.at for r in mine if r.method == "PUT" and lease in r.path and r.status == 200),
                 default=float("inf"),
             )
-            found += [f"{identity}: {r}" for r in mine if r.at < regained and r.is_write and r.resource != "leases"]
+            # A write whose connection was opened before the resume was in flight at the SIGSTOP (it passed the
+            # last send-guard check before the stop): physically unavoidable, fenced by the token. A zombie
+            # write is one *decided* after the resume: on a connection opened after it.
+            found += [
+                f"{identity}: {r}"
+                for r in mine
+                if r.at < regained and r.is_write and r.resource != "leases" and r.opened >= resumed
+            ]
         return found
 
 

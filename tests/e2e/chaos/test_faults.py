@@ -83,7 +83,8 @@ def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harne
 
 def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> None:
     """SIGSTOP the leader for longer than its lease; the other replica takes over; SIGCONT: the zombie
-    sends no write (Job, status, Event) - proven by the proxy's per-replica request log - and no Job with
+    decides no write (Job, status, Event) - proven by the proxy's per-replica request log: no write on a
+    connection opened after the resume, at most one per sender in flight at the stop - and no Job with
     its stale fencing token was created after it was stopped.
 
     ``--qps 4`` keeps writes queued in the client-side rate limiter, so the stop lands while writes that
@@ -116,7 +117,13 @@ def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> N
         default=float("inf"),
     )
     writes = [r for r in log if r.at < regained and r.is_write and r.resource != "leases"]
-    assert not writes, f"the zombie wrote after it resumed: {writes[:10]}"
+    # In flight at the SIGSTOP: the connection was opened (and the last send-guard check passed) before the
+    # stop, the bytes went out after the resume. Unavoidable for any client (the fencing token covers it), and
+    # at most what was in flight; a write *decided* after the resume comes on a connection opened after it.
+    in_flight = [r for r in writes if r.opened < resumed_at]
+    decided_after = [r for r in writes if r.opened >= resumed_at]
+    assert not decided_after, f"the zombie wrote after it resumed: {decided_after[:10]}"
+    assert len(in_flight) <= 2, f"more writes in flight at the SIGSTOP than one per sender: {in_flight}"
     assert any(r.resource == "leases" for r in log), "the resumed replica talks to the API server again"
     _finish(h, "sigstop-zombie", zombie=(stale, stopped_at))
 
