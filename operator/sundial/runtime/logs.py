@@ -63,5 +63,7 @@ def configure(*, fmt: LogFormat, level: str) -> None:
     logging.getLogger("kopf").setLevel(max(logging.INFO, root.level))
     objects = logging.getLogger("kopf.objects")
     objects.setLevel(max(logging.WARNING, root.level))  # one line per event
+    for old in [f for f in objects.filters if isinstance(f, RefusalsAreInfo)]:
+        objects.removeFilter(old)  # configure() may run more than once in a process (tests)
     objects.addFilter(RefusalsAreInfo())
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

@@ -128,6 +128,10 @@ def _header(kept: bytes) -> bytes:
     return kept[_HEADER_LENGTH : _HEADER_LENGTH + int.from_bytes(kept[:_HEADER_LENGTH], "big")]
 
 
+def _version(kept: bytes) -> str:
+    return _header(kept).partition(b" ")[2].decode()
+
+
 def key_of(body: Mapping[str, Any]) -> Key:
     meta = body.get("metadata") or {}
     # One string per namespace, not one per object (a key lives in the store, the due index and queues).
@@ -178,7 +182,7 @@ class Store:
         BODY over it would take the store back to an older object whose newer event was already handled.
         Nothing kept (the watch saw it deleted meanwhile): nothing to bring back either."""
         kept = self._scheduled_jobs.get(key_of(body))
-        if kept is not None and _header(kept).partition(b" ")[2].decode() == read_version:
+        if kept is not None and _version(kept) == read_version:
             self.put_scheduled_job(body)
 
     def holds(self, body: Mapping[str, Any]) -> bool:
@@ -187,7 +191,7 @@ class Store:
         or a re-list after a watch restart. Same resourceVersion, same object: nothing new to plan."""
         version = str((body.get("metadata") or {}).get("resourceVersion", ""))
         kept = self._scheduled_jobs.get(key_of(body))
-        return bool(version) and kept is not None and _header(kept).partition(b" ")[2].decode() == version
+        return bool(version) and kept is not None and _version(kept) == version
 
     def drop_scheduled_job(self, body: Mapping[str, Any]) -> Key:
         key = key_of(body)
