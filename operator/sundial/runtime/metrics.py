@@ -31,6 +31,15 @@ class Metrics:
             "sundial_attempts_failed", "Attempts whose Job failed or was lost (each may be retried).", registry=r
         )
         self.retried = Counter("sundial_attempts_retried", "Retry attempts started (attempt 2 on).", registry=r)
+        #: Each ``status.counters`` field and the metric that counts its increases.
+        self.by_status_counter = {
+            "missed": self.missed,
+            "skipped": self.skipped,
+            "dead_lettered": self.dead_lettered,
+            "succeeded": self.succeeded,
+            "failed": self.attempts_failed,
+            "retried": self.retried,
+        }
         self.active_runs = Gauge("sundial_active_runs", "Runs with an active attempt.", registry=r)
         self.leases_held = Gauge("sundial_leases_held", "Shard Leases this replica holds.", registry=r)
         self.shards_assigned = Gauge(

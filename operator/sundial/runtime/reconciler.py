@@ -277,12 +277,8 @@ class Reconciler:
 
     def _count(self, old: model.ScheduledJobStatus, new: model.ScheduledJobStatus) -> None:
         """Counters from the status deltas the claim just recorded."""
-        self._metrics.missed.inc(max(0, new.counters.missed - old.counters.missed))
-        self._metrics.skipped.inc(max(0, new.counters.skipped - old.counters.skipped))
-        self._metrics.dead_lettered.inc(max(0, new.counters.dead_lettered - old.counters.dead_lettered))
-        self._metrics.succeeded.inc(max(0, new.counters.succeeded - old.counters.succeeded))
-        self._metrics.attempts_failed.inc(max(0, new.counters.failed - old.counters.failed))
-        self._metrics.retried.inc(max(0, new.counters.retried - old.counters.retried))
+        for field, counter in self._metrics.by_status_counter.items():
+            counter.inc(max(0, getattr(new.counters, field) - getattr(old.counters, field)))
 
     def _settle(self, key: Key, status: model.ScheduledJobStatus) -> None:
         """After a complete pass: drop tombstones and synthetic Jobs the status no longer needs."""

@@ -123,9 +123,14 @@ class _Codec:
 _HEADER_LENGTH = 2
 
 
+def _header_end(kept: bytes) -> int:
+    """Where the compressed body of a kept ScheduledJob starts."""
+    return _HEADER_LENGTH + int.from_bytes(kept[:_HEADER_LENGTH], "big")
+
+
 def _header(kept: bytes) -> bytes:
     """The clear header of a kept ScheduledJob: ``<uid> <resourceVersion>`` (a UID has no space)."""
-    return kept[_HEADER_LENGTH : _HEADER_LENGTH + int.from_bytes(kept[:_HEADER_LENGTH], "big")]
+    return kept[_HEADER_LENGTH : _header_end(kept)]
 
 
 def _version(kept: bytes) -> str:
@@ -204,7 +209,7 @@ class Store:
         kept = self._scheduled_jobs.get(key)
         if kept is None:
             return None
-        body: dict[str, Any] = self._codec.decode(kept[_HEADER_LENGTH + len(_header(kept)) :])
+        body: dict[str, Any] = self._codec.decode(kept[_header_end(kept) :])
         return body
 
     def uid(self, key: Key) -> str | None:

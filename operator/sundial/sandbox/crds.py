@@ -54,7 +54,6 @@ def wait_established(
     until its Established condition is True; CrdError after TIMEOUT seconds."""
     deadline = clock() + timeout
     pending = list(names)
-    last = ""
     while pending:
         result = _run([*kubectl, "get", pending[0], "-o", f"jsonpath={ESTABLISHED}"])
         if result.returncode == 0 and result.stdout.strip() == "True":
