@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -76,6 +77,12 @@ def fence(session: aiohttp.ClientSession) -> None:
     zombies sending Events this way. Re-checking on the connection narrows the window to writing the bytes.
     (If the check fails on a *new* connection, aiohttp drops that connection without closing it; the server
     closes it when idle. That happens only to a replica that just lost its Lease.)
+
+    On a new connection the check waits one event-loop turn first: uvloop hands the connection over *before*
+    it flushes the TLS handshake's last flight (the client Finished goes out from a callback scheduled after
+    the wake-up), so a pause right after the check left the server with a half-open handshake that completed
+    only on resume - a write that was in flight looked, on the server side, like a connection opened after
+    the resume. After the turn, the handshake is complete on both ends before the last check.
     """
     configs = getattr(session, "_trace_configs", None)
     if not isinstance(configs, list):
@@ -87,7 +94,12 @@ def fence(session: aiohttp.ClientSession) -> None:
         if guard is not None:
             guard()
 
-    trace.on_connection_create_end.append(check)
+    async def settle_then_check(*args: object) -> None:
+        if requests.SEND_GUARD.get() is not None:
+            await asyncio.sleep(0)  # the TLS handshake's last flight leaves first (see above)
+        await check(*args)
+
+    trace.on_connection_create_end.append(settle_then_check)
     trace.on_connection_reuseconn.append(check)
     trace.freeze()
     configs.append(trace)

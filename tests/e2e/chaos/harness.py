@@ -37,7 +37,9 @@ class Harness:
         self.faults: Counter[str] = Counter()
         self.fleets: list[Fleet] = []
         self.lease_prefix = f"chaos-{uuid.uuid4().hex[:6]}"
-        self.random = random.Random(int(os.environ.get("SUNDIAL_CHAOS_SEED", "0")) or None)
+        self.seed = int(os.environ.get("SUNDIAL_CHAOS_SEED", "0")) or random.randrange(1, 1 << 31)
+        print(f"chaos seed: SUNDIAL_CHAOS_SEED={self.seed}", flush=True)  # to replay a failing run's faults
+        self.random = random.Random(self.seed)
 
     # -- set-up --------------------------------------------------------------------------------------
 

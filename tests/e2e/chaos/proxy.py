@@ -53,10 +53,11 @@ class Request:
     status: int = 0
     """The API server's response code for forwarded requests (0: none seen)."""
     opened: float = 0.0
-    """``time.time()`` when the proxy accepted the request's connection (one request per connection here).
-    The client opens it before its last send-guard check (``sundial.kube.connections.fence``): a request
-    whose connection was opened before a SIGSTOP had passed that check before the stop and is a write in
-    flight, not one a resumed zombie decided to send."""
+    """``time.time()`` when the proxy's side of the connection's TLS handshake completed (one request per
+    connection here). The client has sent its whole handshake before its last send-guard check
+    (``sundial.kube.connections.fence`` waits a loop turn for uvloop to flush it): a request whose connection
+    was opened before a SIGSTOP had passed that check before the stop and is a write in flight, not one a
+    resumed zombie decided to send."""
 
     @property
     def is_write(self) -> bool:
