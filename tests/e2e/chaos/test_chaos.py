@@ -145,7 +145,7 @@ class Chaos:
         log = self.h.proxy.log()
         lease = f"{self.h.lease_prefix}-shard-0"
         found = []
-        for _token, _stopped, resumed, identity in self.zombies:
+        for _token, stopped, resumed, identity in self.zombies:
             mine = [r for r in log if r.listener == identity and r.at >= resumed]
             regained = min(
                 (r.at for r in mine if r.method == "PUT" and lease in r.path and r.status == 200),
@@ -156,7 +156,7 @@ class Chaos:
             # write is one *decided* after the resume: on a connection opened after it.
             for r in mine:
                 if r.at < regained and r.is_write and r.resource != "leases" and r.opened >= resumed:
-                    found.append(f"{identity}: {r}\n{self._context(identity, _stopped, resumed, r.at, log)}")
+                    found.append(f"{identity}: {r}\n{self._context(identity, stopped, resumed, r.at, log)}")
         return found
 
     def _context(self, identity: str, stopped: float, resumed: float, at: float, log: list[Request]) -> str:
