@@ -11,9 +11,7 @@ proxy, must already have the whole handshake.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -25,6 +23,7 @@ import pytest
 import uvloop
 
 from sundial.kube import connections, requests
+from sundial.sandbox.webhook import ServingCertificate, issue_serving_certificate
 
 FROZEN = 0.3  # seconds the client's loop stays blocked right after the check
 
@@ -65,23 +64,13 @@ class TlsServer:
 
 
 @pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    openssl = shutil.which("openssl")
-    assert openssl is not None, "openssl is required (as for the sandbox certificates)"
-    directory = tmp_path_factory.mktemp("tls")
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return cert, key
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> ServingCertificate:
+    return issue_serving_certificate(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture
-def server(certificate: tuple[Path, Path]) -> Iterator[TlsServer]:
-    running = TlsServer(*certificate)
+def server(certificate: ServingCertificate) -> Iterator[TlsServer]:
+    running = TlsServer(certificate.cert, certificate.key)
     yield running
     running.close()
 
@@ -91,7 +80,7 @@ RUNNERS: dict[str, Callable[[Coroutine[Any, Any, None]], None]] = {"uvloop": uvl
 
 @pytest.mark.parametrize("loop", sorted(RUNNERS))
 def test_the_check_on_a_new_connection_comes_after_the_handshake_left(
-    loop: str, server: TlsServer, certificate: tuple[Path, Path]
+    loop: str, server: TlsServer, certificate: ServingCertificate
 ) -> None:
     seen: list[int] = []
 
@@ -100,7 +89,7 @@ def test_the_check_on_a_new_connection_comes_after_the_handshake_left(
         seen.append(server.handshakes)
 
     async def write_once() -> None:
-        context = ssl.create_default_context(cafile=str(certificate[0]))
+        context = ssl.create_default_context(cafile=str(certificate.ca_cert))
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session:
             connections.fence(session)
             token = requests.SEND_GUARD.set(guard)
