@@ -64,7 +64,7 @@ def _operator_decoder() -> Callable[[bytes], Any]:
 def _operator_trim() -> Callable[[], Any] | None:
     """The operator's periodic heap trim, where it has one."""
     try:
-        from sundial.runtime import heap  # noqa: PLC0415
+        from sundial.runtime.serving import heap  # noqa: PLC0415
     except ImportError:
         return None
     trim: Callable[[], Any] = heap.trim
@@ -229,14 +229,14 @@ class Operator:
 
     def __init__(self, bodies: Bodies, *, max_concurrency: int) -> None:
         from sundial.kube import leases  # noqa: PLC0415
-        from sundial.runtime import informers  # noqa: PLC0415
-        from sundial.runtime.dispatcher import Dispatcher  # noqa: PLC0415
-        from sundial.runtime.leadership import Leadership  # noqa: PLC0415
-        from sundial.runtime.metrics import Metrics  # noqa: PLC0415
+        from sundial.runtime.acting.reconciler import Reconciler  # noqa: PLC0415
+        from sundial.runtime.coordination.leadership import Leadership  # noqa: PLC0415
+        from sundial.runtime.dispatch.dispatcher import Dispatcher  # noqa: PLC0415
         from sundial.runtime.process import default_planner  # noqa: PLC0415
-        from sundial.runtime.readiness import InitialListing  # noqa: PLC0415
-        from sundial.runtime.reconciler import Reconciler  # noqa: PLC0415
-        from sundial.runtime.store import Store  # noqa: PLC0415
+        from sundial.runtime.serving.metrics import Metrics  # noqa: PLC0415
+        from sundial.runtime.watch import informers  # noqa: PLC0415
+        from sundial.runtime.watch.readiness import InitialListing  # noqa: PLC0415
+        from sundial.runtime.watch.store import Store  # noqa: PLC0415
 
         self.events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self.api = FakeApi(bodies, on_written=lambda raw: self.events.put_nowait({"type": "MODIFIED", "raw": raw}))
@@ -305,7 +305,7 @@ class FeedKopf:
         )
         indexers = indexing.OperatorIndexers()
         indexers.ensure(op.registry._indexing.get_all_handlers())
-        from sundial.runtime import informers  # noqa: PLC0415
+        from sundial.runtime.watch import informers  # noqa: PLC0415
 
         # The operator's own memory container where it passes one to kopf.operator(memories=...).
         factory = getattr(informers, "resource_memories", inventory.ResourceMemories)
@@ -473,7 +473,7 @@ async def measure(
     out["rss_mb_idle"] = round(rss_mb(), 1)
     out["rss_kb_per_object_idle"] = round((out["rss_mb_idle"] - base) * 1024 / n, 2)
     trimmed = _operator_trim()
-    if trimmed is not None:  # what the operator's periodic heap trim (runtime/heap.py) gives back
+    if trimmed is not None:  # what the operator's periodic heap trim (runtime/serving/heap.py) gives back
         started_trim = time.perf_counter()
         trimmed()
         out["trim_ms"] = round((time.perf_counter() - started_trim) * 1000, 1)

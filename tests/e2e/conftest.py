@@ -479,7 +479,7 @@ def start_module_operator(
 #: Namespaces labelled with this key (value: a webhook's token) are covered by that e2e webhook only:
 #: a ``failurePolicy: Fail`` webhook must never refuse other tests' objects while its operator is down.
 WEBHOOK_NAMESPACE_LABEL = "e2e.sundial.dev/admission-webhook"
-#: kopf serves the handler at /<handler id> (``sundial.runtime.admission.WEBHOOK_PATH``).
+#: kopf serves the handler at /<handler id> (``sundial.runtime.serving.admission.WEBHOOK_PATH``).
 WEBHOOK_PATH = "/validate-scheduledjob"
 #: Refused only by the webhook (the CRD accepts it): how :meth:`AdmissionWebhook.cover` sees it is effective.
 _WEBHOOK_PROBE = {

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sundial.runtime.shards import shard_of
+from sundial.runtime.fencing import shard_of
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, Operator, OperatorLauncher

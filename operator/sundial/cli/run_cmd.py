@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sundial.runtime import admission, logs, process
+from sundial.runtime import process
+from sundial.runtime.serving import admission, logs
 from sundial.runtime.settings import LogFormat, Settings
 
 _DEFAULTS = Settings(identity="-")

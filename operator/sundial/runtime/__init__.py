@@ -1,11 +1,13 @@
-"""The operator process (DESIGN §9, layer 5): kopf as informer only, a warm store, one dispatcher.
+"""The operator process (layer 5): kopf as informer only, a warm store, one dispatcher.
 
-* :mod:`settings` — the frozen, documented settings of ``sundial run``;
-* :mod:`informers` — kopf wiring: login, two ``on.event`` handlers, no annotations/finalizers/posting;
-* :mod:`store` / :mod:`jobs` — the in-memory view of ScheduledJobs and their Jobs (with tombstones);
-* :mod:`dueindex` / :mod:`fairness` / :mod:`dispatcher` — when and in what order objects are reconciled;
-* :mod:`reconciler` — one planning pass: plan, claim (status CAS), act;
-* :mod:`leadership` / :mod:`shards` — per-shard Leases and the "may I act now?" check;
-* :mod:`metrics` / :mod:`probes` / :mod:`logs` — operability;
-* :mod:`process` — assembles and runs everything until a signal.
+The runtime is in wings, each a sub-package with a docstring saying what it owns and what it may import;
+import-linter enforces the order below (a wing imports only what is under it):
+
+* :mod:`.process` — builds the parts from the settings (``build``) and runs them until a signal (``run``);
+* :mod:`.acting` | :mod:`.dispatch` | :mod:`.coordination` — one planning pass and its writes; when and in
+  what order passes run; which replica may act on which shard (independent of each other);
+* :mod:`.watch` | :mod:`.serving` — what the operator knows of the cluster; metrics, probes, the admission
+  webhook and logs (independent of each other);
+* :mod:`.fencing` and :mod:`.settings` — the shard of an object and the ``Acting`` protocol; the
+  grouped, frozen settings of ``sundial run``.
 """

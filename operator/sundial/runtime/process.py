@@ -12,15 +12,18 @@ from typing import Any
 import kopf
 
 from sundial.kube import connections, leases, objects, ratelimits, requests
-from sundial.runtime import admission, events, heap, informers, leasethread, probes
-from sundial.runtime.dispatcher import Dispatcher
-from sundial.runtime.intake import Intake
-from sundial.runtime.leadership import InFlight, Leadership, Sharding, member_lease_name
-from sundial.runtime.metrics import Metrics
-from sundial.runtime.readiness import InitialListing
-from sundial.runtime.reconciler import Planner, Reconciler
+from sundial.runtime.acting import events
+from sundial.runtime.acting.reconciler import Planner, Reconciler
+from sundial.runtime.coordination import leasethread
+from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
+from sundial.runtime.dispatch.dispatcher import Dispatcher
+from sundial.runtime.serving import admission, heap, probes
+from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
-from sundial.runtime.store import Key, Store
+from sundial.runtime.watch import informers
+from sundial.runtime.watch.intake import Intake
+from sundial.runtime.watch.readiness import InitialListing
+from sundial.runtime.watch.store import Key, Store
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +49,7 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
     )
     api = objects.ObjectsApi(api_client=client, requester=requester)
 
-    # Lease calls run on a thread of their own (runtime/leasethread.py), with their own API client and token
+    # Lease calls run on a thread of their own (coordination/leasethread.py), with their own API client and token
     # bucket: neither a herd of Job creations nor a busy event loop may delay a renewal.
     def lease_api_factory() -> leases.KubeLeaseApi:
         lease_requester = requests.Requester(

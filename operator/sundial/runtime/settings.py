@@ -47,7 +47,7 @@ class Settings:
     """Token bucket size: requests allowed at once after a quiet period."""
 
     event_qps: float = 10.0
-    """Sustained Event writes per second: a token bucket of their own (:mod:`sundial.runtime.events`), so
+    """Sustained Event writes per second: a token bucket of their own (:mod:`sundial.runtime.acting.events`), so
     Events never spend the :attr:`qps` budget of claims and Job creates."""
 
     event_burst: int = 50
@@ -67,7 +67,7 @@ class Settings:
     """Port of ``/healthz`` and ``/readyz`` (0: disabled)."""
 
     webhook_port: int = 0
-    """HTTPS port of the validating admission webhook (:mod:`sundial.runtime.admission`; 0: disabled).
+    """HTTPS port of the validating admission webhook (:mod:`sundial.runtime.serving.admission`; 0: disabled).
     It is served at the path ``/validate-scheduledjob``; the ValidatingWebhookConfiguration is made by the
     chart (or the tests), not by the operator, unless :attr:`webhook_managed` is set."""
 

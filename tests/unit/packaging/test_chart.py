@@ -376,7 +376,7 @@ def _webhook_values(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_webhook_configuration_points_at_the_path_kopf_serves(rendered: Any, checks: Any) -> None:
-    from sundial.runtime import admission  # noqa: PLC0415
+    from sundial.runtime.serving import admission  # noqa: PLC0415
 
     values, manifests = rendered
     webhook = _webhook_values(values)

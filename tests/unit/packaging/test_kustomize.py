@@ -156,7 +156,7 @@ def test_the_webhook_is_optional_in_default(default: list[dict[str, Any]]) -> No
 def test_the_webhook_component_adds_service_certificate_and_configuration(
     with_webhook: list[dict[str, Any]], default: list[dict[str, Any]], checks: Any
 ) -> None:
-    from sundial.runtime import admission  # noqa: PLC0415
+    from sundial.runtime.serving import admission  # noqa: PLC0415
 
     added = sorted(m["kind"] for m in with_webhook)
     for m in default:

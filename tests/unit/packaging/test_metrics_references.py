@@ -1,5 +1,5 @@
 """Every sundial_* series that the Grafana dashboard and the PrometheusRules (kustomize and Helm) query is
-exported by the operator's registry (operator/sundial/runtime/metrics.py)."""
+exported by the operator's registry (operator/sundial/runtime/serving/metrics.py)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ SUFFIXES = {
 
 def exported_series() -> set[str]:
     try:
-        from sundial.runtime import metrics  # noqa: PLC0415
+        from sundial.runtime.serving import metrics  # noqa: PLC0415
     except ImportError as error:
-        pytest.xfail(f"operator/sundial/runtime/metrics.py is not importable yet: {error}")
+        pytest.xfail(f"operator/sundial/runtime/serving/metrics.py is not importable yet: {error}")
     registry = metrics.Metrics().registry
     names: set[str] = set()
     for family in registry.collect():

@@ -1,0 +1,388 @@
+"""Shard Leases: "may this replica act on shard i right now?" and who should hold what (DESIGN §7, issue 8).
+
+With :class:`Sharding` configured (what ``sundial run`` does) one loop per replica, every retry period:
+
+1. LISTs the Lease namespace (one read gives every member and shard Lease);
+2. renews this replica's member Lease ``<prefix>-member-<hash(identity)>``;
+3. derives the live members (a member Lease whose record changed within its duration, by this replica's
+   monotonic clock) and the balanced assignment :func:`sundial.runtime.coordination.assignment.assign`;
+4. acquires/renews the shards assigned to it; for a shard it holds but is no longer assigned it hands off:
+   **stop acting** (``acting()`` is False from then on), wait for in-flight passes of that shard to finish
+   (bounded), then **release** the Lease so the new owner takes it at once; other shard Leases are only
+   observed, so an assignee that inherits a dead replica's shard waits only for the rest of its duration.
+
+Membership only decides who *tries*. Mutual exclusion still comes from the Lease compare-and-set and the
+renew deadline of :class:`sundial.kube.leases.LeaseElector`, so replicas that briefly disagree about the
+member set (or a partitioned one) can delay a shard, never put two actors on it. See docs/sharding.md.
+
+Without :class:`Sharding` (unit tests of the reconciler) every elector simply tries to hold its shard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+
+from sundial.kube import errors, leases
+from sundial.runtime.coordination import assignment
+from sundial.runtime.fencing import NotActingError
+from sundial.runtime.serving.metrics import Metrics
+
+logger = logging.getLogger(__name__)
+
+#: A member Lease whose renewTime is older than this many lease durations (and at least a minute) is deleted.
+STALE_MEMBER_DURATIONS = 10
+
+
+def member_lease_name(prefix: str, identity: str) -> str:
+    """``<prefix>-member-<10 hex of sha256(identity)>``: a valid name whatever the identity looks like."""
+    return f"{prefix}-member-{hashlib.sha256(identity.encode('utf-8')).hexdigest()[:10]}"
+
+
+class InFlight:
+    """Counts reconcile passes in flight per shard, so a handoff can wait until a shard is quiet."""
+
+    def __init__(self) -> None:
+        self._counts: dict[int, int] = {}
+        self._quiet: dict[int, asyncio.Event] = {}
+
+    @contextlib.contextmanager
+    def track(self, shard: int) -> Iterator[None]:
+        self._counts[shard] = self._counts.get(shard, 0) + 1
+        self._event(shard).clear()
+        try:
+            yield
+        finally:
+            self._counts[shard] -= 1
+            if self._counts[shard] == 0:
+                self._event(shard).set()
+
+    def _event(self, shard: int) -> asyncio.Event:
+        event = self._quiet.get(shard)
+        if event is None:
+            event = self._quiet[shard] = asyncio.Event()
+            event.set()
+        return event
+
+    def busy(self, shard: int) -> int:
+        return self._counts.get(shard, 0)
+
+    async def drained(self, shard: int) -> None:
+        await self._event(shard).wait()
+
+
+async def _nothing_in_flight(shard: int) -> None:
+    return None
+
+
+@dataclasses.dataclass(kw_only=True)
+class Sharding:
+    """What the coordinated mode needs besides the shard electors."""
+
+    api: leases.LeaseListApi
+    member: leases.LeaseElector
+    """This replica's member Lease (``holderIdentity`` = the replica identity)."""
+    prefix: str
+    """Member Leases are ``<prefix>-member-*``."""
+    retry_period: float
+    drain: Callable[[int], Awaitable[None]] = _nothing_in_flight
+    """Returns once no write on the shard is in flight (awaited after stopping, before releasing)."""
+    drain_timeout: float = 10.0
+    metrics: Metrics | None = None
+    wallclock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Seen:
+    record: leases.LeaseRecord
+    changed_at: float  # monotonic time we last saw the record change (first sight: estimated from renewTime)
+
+
+class Leadership:
+    """Runs the shard electors; with :class:`Sharding`, only for the shards assigned to this replica."""
+
+    def __init__(
+        self,
+        electors: Sequence[leases.LeaseElector],
+        *,
+        on_change: Callable[[int, bool], None] = lambda shard, held: None,
+        sharding: Sharding | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._electors = list(electors)
+        self._on_change = on_change
+        self._sharding = sharding
+        self._clock = clock
+        self._reported = [False] * len(self._electors)
+        self._terms = [0] * len(self._electors)
+        self._members: dict[str, _Seen] = {}
+        self._assignment: tuple[str, ...] = ()
+        self._mine: frozenset[int] = frozenset()
+        self._assigned_at: dict[int, float] = {}
+        self._waiting: set[int] = set()
+        self._handoffs: dict[int, asyncio.Task[None]] = {}
+        self._first_step = True
+
+    @property
+    def shards(self) -> int:
+        return len(self._electors)
+
+    def acting(self, shard: int) -> bool:
+        """True while this replica holds the shard's Lease and renewed it within the renew deadline."""
+        return self._electors[shard].holding
+
+    def check(self, shard: int) -> None:
+        """Raise :class:`NotActingError` unless :meth:`acting`; call right before every write."""
+        if not self.acting(shard):
+            raise NotActingError(f"not holding shard {shard}")
+
+    def fencing_token(self, shard: int) -> str:
+        """``<shard>-<leaseTransitions>``: stamped on every Job so stale holders can be rejected."""
+        return f"{shard}-{self._electors[shard].transitions}"
+
+    def held(self) -> int:
+        return sum(1 for elector in self._electors if elector.holding)
+
+    @property
+    def assigned(self) -> frozenset[int]:
+        """The shards the current assignment gives this replica (coordinated mode)."""
+        return self._mine
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The live members of the current assignment, sorted."""
+        return tuple(sorted(set(self._assignment)))
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        if self._sharding is None:
+            await self._run_every_shard(stopping)
+            return
+        while not stopping.is_set():
+            await self.step()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stopping.wait(), timeout=self._sharding.retry_period)
+
+    async def _run_every_shard(self, stopping: asyncio.Event) -> None:
+        async def keep(shard: int, elector: leases.LeaseElector) -> None:
+            def changed(held: bool) -> None:
+                logger.info("shard %d lease %s", shard, "held" if held else "lost")
+                self._reported[shard] = held
+                self._on_change(shard, held)
+
+            await elector.run(stopping, changed)
+
+        await asyncio.gather(*(keep(i, e) for i, e in enumerate(self._electors)))
+
+    # -- coordinated mode -------------------------------------------------------------------------------
+
+    async def step(self) -> None:
+        """One round: list, renew membership, assign, acquire/renew/hand off, report. Never sleeps."""
+        sharding = self._sharding
+        assert sharding is not None
+        started = self._clock()
+        member = sharding.member
+        # Renewals of what this replica holds go out *with* the LIST, not after it: each carries the record
+        # (resourceVersion) of our own last write, so it needs no read, and a slow LIST on a loaded API
+        # server no longer adds to the renewal's age. A stale record only costs a 409 (then: not holding).
+        # Only while holding: after a 409 our record is stale, and such a shard goes through the LIST below.
+        early = [
+            shard
+            for shard, elector in enumerate(self._electors)
+            if shard in self._mine and shard not in self._handoffs and elector.holding and elector.record is not None
+        ]
+        member_early = member.holding and member.record is not None
+        renewed = asyncio.gather(
+            *(self._electors[shard].tick(current=self._electors[shard].record, started=started) for shard in early),
+            *([member.tick(current=member.record, started=started)] if member_early else []),
+        )
+        listed: Mapping[str, leases.LeaseRecord] | None
+        try:
+            listed = await sharding.api.list(namespace=sharding.member.namespace)
+        except errors.KubeError as error:
+            logger.warning("listing Leases in %s: %s", sharding.member.namespace, error)
+            listed = None
+        finally:
+            outcomes = await renewed
+        kept = {shard for shard, held in zip(early, outcomes, strict=False) if held}
+
+        if not (member_early and member.holding):
+            await member.tick(current=_from(listed, member.name), started=started)
+        if listed is not None:
+            self._track_members(listed, started)
+        live = {seen.record.holder for seen in self._members.values() if self._alive(seen, started)}
+        # A replica always counts itself: it knows it is alive even when its own member renewal came late
+        # (a stalled event loop, an API server restart). Leaving itself out made replicas hand each other
+        # the same shards after every restart, so nobody acted for a lease period. Safety never depends on
+        # membership: only the shard Leases' compare-and-set and the renew deadline decide who acts.
+        live.add(member.identity)
+        self._reassign(tuple(sorted(h for h in live if h)), started)
+
+        renewals = []
+        for shard, elector in enumerate(self._electors):
+            if shard in self._handoffs:
+                continue
+            if shard in self._mine:
+                if shard not in kept:  # acquire (or re-acquire after a 409) with what the LIST saw
+                    renewals.append(elector.tick(current=_from(listed, elector.name), started=started))
+            elif elector.record is not None:
+                self._handoffs[shard] = asyncio.create_task(self._hand_off(shard), name=f"handoff {shard}")
+            elif listed is not None:
+                elector.observe(listed.get(elector.name), started)
+        await asyncio.gather(*renewals)
+        self._report()
+        if listed is not None:
+            await self._collect_stale_members(listed)
+
+    def _track_members(self, listed: Mapping[str, leases.LeaseRecord], started: float) -> None:
+        sharding = self._sharding
+        assert sharding is not None
+        prefix = f"{sharding.prefix}-member-"
+        wall = sharding.wallclock()
+        seen: dict[str, _Seen] = {}
+        for name, record in listed.items():
+            if not name.startswith(prefix) or name == sharding.member.name or record.holder is None:
+                continue
+            old = self._members.get(name)
+            if old is None:
+                # First sight: estimate from renewTime how long ago it changed. Only who *tries* depends on
+                # this (wall-clock skew at worst delays a member by one change); safety never does.
+                age = (wall - record.renew_time).total_seconds() if record.renew_time else math.inf
+                seen[name] = _Seen(record, started - max(age, 0.0))
+            elif _changed(old.record, record):
+                seen[name] = _Seen(record, started)
+            else:
+                seen[name] = _Seen(record, old.changed_at)
+        self._members = seen
+
+    @staticmethod
+    def _alive(seen: _Seen, now: float) -> bool:
+        return now - seen.changed_at < max(seen.record.duration_seconds, 1)
+
+    def _reassign(self, live: tuple[str, ...], started: float) -> None:
+        sharding = self._sharding
+        assert sharding is not None
+        new = assignment.assign(live, self.shards)
+        if new != self._assignment:
+            mine = assignment.shards_of(new, sharding.member.identity)
+            counts = assignment.counts(new)
+            logger.info(
+                "shard assignment: %d member(s) %s; mine: %s",
+                len(counts),
+                ", ".join(f"{m}={n}" for m, n in sorted(counts.items())),
+                ",".join(map(str, sorted(mine))) or "none",
+            )
+            if not self._first_step and sharding.metrics is not None:
+                sharding.metrics.shard_rebalances.inc()
+            self._assignment = new
+            self._mine = mine
+        self._first_step = False
+        for shard in self._mine - self._waiting:
+            self._assigned_at[shard] = started  # newly assigned: the acquire phase of a handoff starts
+        self._waiting = set(self._mine)
+        for shard in list(self._assigned_at):
+            if shard not in self._mine:
+                del self._assigned_at[shard]
+        if sharding.metrics is not None:
+            sharding.metrics.shards_assigned.set(len(self._mine))
+            sharding.metrics.shard_members.set(len(live))
+
+    async def _hand_off(self, shard: int) -> None:
+        """Stop acting on ``shard``, let in-flight passes finish (bounded), then release its Lease."""
+        sharding = self._sharding
+        assert sharding is not None
+        decided = self._clock()
+        elector = self._electors[shard]
+        elector.stop()  # from here on acting(shard) is False: no new write on this shard starts
+        self._report()
+        try:
+            try:
+                await asyncio.wait_for(sharding.drain(shard), timeout=sharding.drain_timeout)
+            except TimeoutError:
+                logger.warning("shard %d: writes still in flight after %.0fs; releasing", shard, sharding.drain_timeout)
+            released = await elector.release()
+            took = self._clock() - decided
+            logger.info("shard %d handed off (%s in %.3fs)", shard, "released" if released else "left to expire", took)
+            if sharding.metrics is not None:
+                sharding.metrics.shard_handoff.labels(phase="release").observe(took)
+        finally:
+            self._handoffs.pop(shard, None)
+
+    async def settle(self) -> None:
+        """Wait for the handoffs started so far (tests; shutdown)."""
+        while self._handoffs:
+            await asyncio.gather(*self._handoffs.values(), return_exceptions=True)
+
+    def _report(self) -> None:
+        now = self._clock()
+        for shard, elector in enumerate(self._electors):
+            held = elector.holding
+            lapsed = held and self._reported[shard] and elector.terms != self._terms[shard]
+            self._terms[shard] = elector.terms
+            if lapsed:
+                # Renewed only after the renew deadline had passed: passes that ran meanwhile saw
+                # acting() False and dropped their keys. Report it as lost and held again, so that every
+                # object of the shard is planned again.
+                logger.warning("shard %d: renewal came after the renew deadline; acting was paused", shard)
+                self._on_change(shard, False)
+            elif held == self._reported[shard]:
+                continue
+            self._reported[shard] = held
+            logger.info("shard %d lease %s", shard, "held" if held else "lost")
+            if held and self._sharding is not None:
+                since = self._assigned_at.pop(shard, None)
+                if since is not None and self._sharding.metrics is not None:
+                    self._sharding.metrics.shard_handoff.labels(phase="acquire").observe(max(now - since, 0.0))
+            self._on_change(shard, held)
+
+    async def _collect_stale_members(self, listed: Mapping[str, leases.LeaseRecord]) -> None:
+        """Delete member Leases left by replicas long gone (identities change with every pod)."""
+        sharding = self._sharding
+        assert sharding is not None
+        prefix = f"{sharding.prefix}-member-"
+        wall = sharding.wallclock()
+        for name, record in listed.items():
+            if not name.startswith(prefix) or name == sharding.member.name:
+                continue
+            limit = max(60.0, STALE_MEMBER_DURATIONS * max(record.duration_seconds, 1))
+            renewed = record.renew_time
+            if renewed is not None and (wall - renewed).total_seconds() < limit:
+                continue
+            with contextlib.suppress(errors.KubeError):
+                await sharding.api.delete(
+                    namespace=sharding.member.namespace, name=name, resource_version=record.resource_version
+                )
+                logger.info("deleted stale member Lease %s (holder %s)", name, record.holder)
+
+    async def release(self) -> None:
+        """Graceful shutdown: stop acting on every shard, give every held Lease up, leave the member set."""
+        await self.settle()
+        for elector in self._electors:
+            elector.stop()
+        self._report()
+        await asyncio.gather(*(e.release() for e in self._electors), return_exceptions=True)
+        if self._sharding is not None:
+            member = self._sharding.member
+            record = member.record
+            member.stop()
+            if record is not None:
+                with contextlib.suppress(errors.KubeError, asyncio.TimeoutError):
+                    await self._sharding.api.delete(
+                        namespace=member.namespace, name=member.name, resource_version=record.resource_version
+                    )
+
+
+def _from(listed: Mapping[str, leases.LeaseRecord] | None, name: str) -> leases.LeaseRecord | leases.Unread | None:
+    if listed is None:
+        return leases.UNREAD
+    return listed.get(name)
+
+
+def _changed(old: leases.LeaseRecord, new: leases.LeaseRecord) -> bool:
+    return (old.holder, old.renew_time, old.resource_version) != (new.holder, new.renew_time, new.resource_version)

@@ -1,0 +1,69 @@
+"""Logging: ``text`` for people, ``json`` (one object per line) for pipelines. Never whole manifests."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from sundial.runtime.serving.admission import WEBHOOK_ID
+from sundial.runtime.settings import LogFormat
+
+#: LogRecord attributes that are not user-supplied ``extra`` fields.
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+#: Extras kopf's per-object loggers add that are not worth a line: its whole ``OperatorSettings`` repr (~2 KB
+#: on every kopf.objects line) and its "do not post as an Event" flag. Its ``k8s_ref`` becomes ``object``.
+_KOPF_NOISE = frozenset({"settings", "k8s_skip", "k8s_ref"})
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        payload: dict[str, object] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        ref = getattr(record, "k8s_ref", None)
+        if isinstance(ref, Mapping):
+            payload["object"] = f"{ref.get('namespace') or ''}/{ref.get('name') or ''}".lstrip("/")
+        for name, value in vars(record).items():
+            if name not in _STANDARD and name not in _KOPF_NOISE and not name.startswith("_"):
+                payload[name] = value if isinstance(value, str | int | float | bool) else str(value)
+        if record.exc_info:
+            payload["exception"] = self.formatException(record.exc_info)
+        return json.dumps(payload)
+
+
+class RefusalsAreInfo(logging.Filter):
+    """kopf logs a refusal by the admission webhook as an ERROR ("Webhook ... failed permanently"): for the
+    operator it is the webhook doing its job (the user got the message from ``kubectl apply``). Keep the line,
+    at INFO."""
+
+    PREFIX = f"Webhook '{WEBHOOK_ID}' failed permanently: "
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and str(record.msg).startswith(self.PREFIX):
+            record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
+        return True
+
+
+def configure(*, fmt: LogFormat, level: str) -> None:
+    """Configure the root logger once, at process start (called by ``sundial run``, not on import)."""
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt is LogFormat.JSON:
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    logging.getLogger("kopf").setLevel(max(logging.INFO, root.level))
+    objects = logging.getLogger("kopf.objects")
+    objects.setLevel(max(logging.WARNING, root.level))  # one line per event
+    for old in [f for f in objects.filters if isinstance(f, RefusalsAreInfo)]:
+        objects.removeFilter(old)  # configure() may run more than once in a process (tests)
+    objects.addFilter(RefusalsAreInfo())
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

@@ -1,0 +1,91 @@
+"""Ready once the initial state is indexed: our own LIST says which UIDs exist; the store must see them.
+
+The LIST is paged (:data:`PAGE_SIZE` objects per request) and only UIDs are kept from each page: a
+single LIST of 50,000 ScheduledJobs decodes into ~1 GB of Python objects at once (~20 KB per body),
+which stays the process's high-water mark (RSS) long after it is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
+
+from sundial.kube import errors
+from sundial.planner import names
+from sundial.runtime.watch.store import Store
+
+logger = logging.getLogger(__name__)
+
+
+#: Objects per LIST request (``limit``; the API server hands out ``continue`` tokens for the rest).
+PAGE_SIZE = 500
+
+
+class Lister(Protocol):
+    def scheduled_job_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]: ...
+
+    def job_pages(
+        self, *, namespace: str | None, label_selector: str, limit: int
+    ) -> AsyncIterator[list[dict[str, Any]]]: ...
+
+
+class InitialListing:
+    """The set of UIDs that existed at startup; ready when the informers have indexed each of them."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._expected: set[str] | None = None
+        self.ready = asyncio.Event()
+
+    async def load(self, api: Lister, namespaces: Sequence[str], *, retry: float = 2.0, recheck: float = 5.0) -> None:
+        """List once; while not ready, re-list every ``recheck`` seconds and stop expecting UIDs that are
+        gone (an object deleted between our LIST and the informers' LIST never sends an event)."""
+        while not self.ready.is_set():
+            try:
+                current = await self._list(api, namespaces)
+            except errors.KubeError as error:
+                logger.warning("initial listing failed (retrying): %s", error)
+                await asyncio.sleep(retry)
+                continue
+            if self._expected is None:
+                # Once, in full: what the informers indexed before this LIST came back.
+                self._expected = {uid for uid in current if not self._store.has_seen(uid)}
+                logger.info("initial listing: %d objects to index", len(current))
+            else:
+                self._expected &= current
+            self.check()
+            if not self.ready.is_set():
+                await asyncio.sleep(recheck)
+
+    @staticmethod
+    async def _list(api: Lister, namespaces: Sequence[str]) -> set[str]:
+        uids: set[str] = set()
+        scopes: list[str | None] = [*namespaces] or [None]
+        for scope in scopes:
+            async for page in api.scheduled_job_pages(namespace=scope, limit=PAGE_SIZE):
+                uids.update(str(body["metadata"]["uid"]) for body in page)
+            async for page in api.job_pages(namespace=scope, label_selector=names.SCHEDULED_JOB_LABEL, limit=PAGE_SIZE):
+                uids.update(str(body["metadata"]["uid"]) for body in page)
+        return uids
+
+    @property
+    def missing(self) -> int:
+        if self._expected is None:
+            return -1
+        return sum(1 for uid in self._expected if not self._store.has_seen(uid))
+
+    def check(self) -> None:
+        """Call after indexing an event; sets :attr:`ready` once nothing from the listing is missing.
+
+        Only the UIDs indexed since the last call are looked at (:meth:`Store.take_seen`): a full pass over
+        the expected set on every event was quadratic — 4.7 s of event-loop time for 10,000 objects,
+        22.6 s for 20,000 (measured), ~2 min for 50,000."""
+        if self.ready.is_set() or self._expected is None:
+            return
+        self._expected.difference_update(self._store.take_seen())
+        if not self._expected:
+            logger.info("initial state indexed: ready")
+            self._store.stop_tracking_uids()
+            self.ready.set()

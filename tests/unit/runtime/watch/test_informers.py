@@ -1,0 +1,85 @@
+"""kopf is wired as an informer only: server-side Job selector, no changing handlers, no posting, no peering."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+from kopf._cogs.structs import references
+
+from sundial.runtime.watch import informers
+
+JOBS = references.Resource("batch", "v1", "jobs", kind="Job", singular="job", namespaced=True, verbs=["list", "watch"])
+SCHEDULED_JOBS = references.Resource(
+    "sundial.dev", "v1alpha1", "scheduledjobs", kind="ScheduledJob", singular="scheduledjob",
+    namespaced=True, verbs=["list", "watch"],
+)  # fmt: skip
+
+
+def test_jobs_are_selected_by_label_on_the_server_and_scheduled_jobs_are_not_filtered() -> None:
+    settings = informers.operator_settings()
+    assert list(settings.watching.label_selectors.collect(JOBS)) == ["sundial.dev/scheduledjob"]
+    assert list(settings.watching.label_selectors.collect(SCHEDULED_JOBS)) == []
+
+
+def test_kopf_does_not_scan_crds_or_namespaces_which_the_shipped_rbac_does_not_grant() -> None:
+    settings = informers.operator_settings()
+    assert settings.scanning.disabled is True
+
+
+def test_no_event_posting_and_no_peering() -> None:
+    settings = informers.operator_settings()
+    assert settings.posting.enabled is False
+    assert settings.peering.standalone is True
+
+
+def test_only_watching_handlers_so_kopf_never_patches_annotations_or_finalizers() -> None:
+    seen: list[tuple[str | None, Any]] = []
+    registry = informers.registry(
+        configuration=None,
+        on_scheduled_job=lambda kind, body: seen.append((kind, body)),
+        on_job=lambda kind, body: seen.append((kind, body)),
+    )
+    for resource in (JOBS, SCHEDULED_JOBS):
+        assert registry._watching.has_handlers(resource=resource)
+        assert not registry._changing.has_handlers(resource=resource)
+        assert not registry._spawning.has_handlers(resource=resource)
+    assert len(registry._watching.get_all_handlers()) == 2
+
+
+async def test_handlers_hand_the_raw_event_to_the_store_and_return_none() -> None:
+    seen: list[tuple[str | None, Any]] = []
+    registry = informers.registry(
+        configuration=None,
+        on_scheduled_job=lambda kind, body: seen.append(("sj", kind)),
+        on_job=lambda kind, body: seen.append(("job", kind)),
+    )
+    for handler in registry._watching.get_all_handlers():
+        assert await handler.fn(event={"type": "ADDED", "object": {}}) is None
+    assert sorted(seen) == [("job", "ADDED"), ("sj", "ADDED")]
+
+
+def test_the_diff_base_essence_is_empty_so_kopf_deep_copies_nothing_per_event() -> None:
+    settings = informers.operator_settings()
+    storage = settings.persistence.diffbase_storage
+    assert isinstance(storage, informers.EventOnlyDiffBase)
+    body = {"apiVersion": "v1", "kind": "X", "metadata": {"name": "a", "annotations": {}}, "spec": {"big": [1] * 100}}
+    assert storage.build(body=kopf.Body(body)) == {}
+    assert storage.fetch(body=kopf.Body(body)) is None  # nothing was ever stored: fetch is kopf's own
+
+
+def test_kopf_watch_streams_decode_with_orjson() -> None:
+    from kopf._cogs.clients import api  # noqa: PLC0415
+
+    from sundial.kube import codec  # noqa: PLC0415
+
+    original = api.json
+    try:
+        informers.use_fast_json()
+        assert api.json.loads is codec.loads
+        assert api.json.loads('{"type": "ADDED", "object": {"a": [1, 2.5, null]}}') == {
+            "type": "ADDED",
+            "object": {"a": [1, 2.5, None]},
+        }
+    finally:
+        api.json = original

@@ -1,0 +1,124 @@
+"""Ready only once every object of the initial LIST has been indexed from the informers' events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sundial.runtime.watch.readiness import InitialListing
+from sundial.runtime.watch.store import Store
+
+
+class Lister:
+    """Pages of ``limit`` objects, as the API server hands them out with ``continue`` tokens."""
+
+    def __init__(self, sjs: list[str], jobs: list[str]) -> None:
+        self.sjs, self.jobs = sjs, jobs
+        self.limits: list[int] = []
+
+    async def _pages(self, uids: list[str], limit: int) -> AsyncIterator[list[dict[str, Any]]]:
+        self.limits.append(limit)
+        for start in range(0, max(len(uids), 1), limit):
+            yield [{"metadata": {"uid": uid}} for uid in uids[start : start + limit]]
+
+    def scheduled_job_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]:
+        return self._pages(self.sjs, limit)
+
+    def job_pages(
+        self, *, namespace: str | None, label_selector: str, limit: int
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        return self._pages(self.jobs, limit)
+
+
+def _sj(uid: str) -> dict[str, Any]:
+    return {"metadata": {"name": uid, "namespace": "ns", "uid": uid}}
+
+
+async def test_nothing_to_index_is_ready_at_once() -> None:
+    listing = InitialListing(Store())
+    await asyncio.wait_for(listing.load(Lister([], []), ()), timeout=1)
+    assert listing.ready.is_set()
+
+
+async def test_ready_after_every_listed_object_was_seen() -> None:
+    store = Store()
+    listing = InitialListing(store)
+    task = asyncio.create_task(listing.load(Lister(["a", "b"], []), (), recheck=0.01))
+    await asyncio.sleep(0.02)
+    store.put_scheduled_job(_sj("a"))
+    listing.check()
+    assert not listing.ready.is_set()
+    store.put_scheduled_job(_sj("b"))
+    listing.check()
+    assert listing.ready.is_set()
+    await asyncio.wait_for(task, timeout=1)
+
+
+async def test_an_object_deleted_before_the_informers_listed_it_does_not_block_readiness() -> None:
+    lister = Lister(["a", "gone"], [])
+    store = Store()
+    store.put_scheduled_job(_sj("a"))
+    listing = InitialListing(store)
+    task = asyncio.create_task(listing.load(lister, (), recheck=0.01))
+    await asyncio.sleep(0.02)
+    assert not listing.ready.is_set()
+    lister.sjs = ["a"]
+    await asyncio.wait_for(task, timeout=1)
+    assert listing.ready.is_set()
+
+
+async def test_the_listing_is_paged_and_every_page_counts() -> None:
+    lister = Lister([f"sj-{i}" for i in range(1203)], [f"job-{i}" for i in range(7)])
+    store = Store()
+    listing = InitialListing(store)
+    task = asyncio.create_task(listing.load(lister, (), recheck=0.01))
+    await asyncio.sleep(0.02)
+    assert listing.missing == 1210
+    assert lister.limits and all(0 < limit <= 500 for limit in lister.limits)
+    for i in range(1203):
+        store.put_scheduled_job(_sj(f"sj-{i}"))
+    listing.check()
+    assert not listing.ready.is_set()
+    for i in range(7):
+        store.put_job({"metadata": {"name": f"job-{i}", "namespace": "ns", "uid": f"job-{i}"}})
+    listing.check()
+    assert listing.ready.is_set()
+    await asyncio.wait_for(task, timeout=1)
+
+
+async def test_once_ready_the_store_stops_remembering_uids() -> None:
+    store = Store()
+    listing = InitialListing(store)
+    task = asyncio.create_task(listing.load(Lister(["a"], []), (), recheck=0.01))
+    await asyncio.sleep(0.02)
+    store.put_scheduled_job(_sj("a"))
+    listing.check()
+    await asyncio.wait_for(task, timeout=1)
+    assert listing.ready.is_set()
+    store.put_scheduled_job(_sj("later"))
+    assert not store.has_seen("a") and not store.has_seen("later")
+
+
+async def test_each_indexed_uid_is_looked_at_once_not_the_whole_expected_set_per_event() -> None:
+    class CountingStore(Store):
+        lookups = 0
+
+        def has_seen(self, uid: str) -> bool:
+            CountingStore.lookups += 1
+            return super().has_seen(uid)
+
+    n = 2000
+    store = CountingStore()
+    store.put_scheduled_job(_sj("sj-0"))  # indexed before our LIST came back
+    listing = InitialListing(store)
+    task = asyncio.create_task(listing.load(Lister([f"sj-{i}" for i in range(n)], []), (), recheck=0.01))
+    await asyncio.sleep(0.02)
+    assert listing.missing == n - 1
+    CountingStore.lookups = 0
+    for i in range(1, n):
+        store.put_scheduled_job(_sj(f"sj-{i}"))
+        listing.check()
+    assert listing.ready.is_set()
+    assert CountingStore.lookups == 0  # was n*(n-1)/2 with a full pass per event
+    await asyncio.wait_for(task, timeout=1)
