@@ -1,4 +1,4 @@
-"""``kubectl-sundial`` (issue 7 item 6) against a real API server with an operator running.
+"""``kubectl-sundial`` against a real API server with an operator running.
 
 The plugin is the installed executable (``.venv/bin/kubectl-sundial``, next to this interpreter); it drives
 ``kubectl`` itself and gets ``--kubeconfig`` like kubectl would pass it. One operator for the module, one
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import yaml
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher
@@ -172,3 +173,46 @@ def test_preview_json_lists_the_next_nominal_times(cluster: Cluster, ns: str) ->
     assert times == [f"{year + i}-01-01T00:00:00Z" for i in (1, 2, 3)]
     invalid = plugin(cluster, "preview", "missing", "-n", ns, check=False)
     assert invalid.returncode != 0
+
+
+def test_create_job_from_a_scheduled_job_and_kubectl_conventions(cluster: Cluster, ns: str) -> None:
+    cluster.apply(_sj("manual", cluster.job_manifest("x"), schedule=YEARLY), ns)
+    cluster.wait_for(lambda: _condition(_get(cluster, ns, "manual"), "Ready"), timeout=20, message="Ready")
+
+    # kubectl's global flags after the command, as kubectl users write them.
+    created = subprocess.run(
+        [
+            str(PLUGIN),
+            "create",
+            "job",
+            "rerun-1",
+            "--from=scheduledjob/manual",
+            "-n",
+            ns,
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--timeout",
+            "30",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=90,
+    )
+    assert created.returncode == 0, created.stderr
+
+    (job,) = _jobs(cluster, ns, "manual")
+    assert created.stdout == f"job.batch/{job['metadata']['name']} created\n"
+    assert _trigger(job) == "manual"
+    assert _get(cluster, ns, "manual")["status"]["lastHandledTrigger"] == "rerun-1"
+    again = plugin(cluster, "create", "job", "rerun-1", "--from=scheduledjob/manual", "-n", ns, check=False)
+    assert again.returncode == 1 and "already requested" in again.stderr
+
+    described = yaml.safe_load(plugin(cluster, "describe", "manual", "-n", ns, "-o", "yaml").stdout)
+    assert len(described["nextRuns"]) == 5
+    assert described["scheduledJob"]["metadata"]["name"] == "manual"
+    assert plugin(cluster, "get", "-n", ns, "-o", "name").stdout == "scheduledjob.sundial.dev/manual\n"
+    table = plugin(cluster, "get", "manual", "-n", ns, "-o", "wide").stdout
+    assert table.splitlines()[0].split()[:2] == ["NAME", "SCHEDULE"] and "DEAD LETTERS" in table
+    version = json.loads(plugin(cluster, "version", "-o", "json").stdout)
+    assert version["crd"]["served"] == ["v1alpha1"]

@@ -1,4 +1,8 @@
-"""The ``sundial`` command: one sub-command per module, each exposing ``register(subparsers)``."""
+"""The ``sundial`` command: one sub-command per module, each exposing ``register(subparsers)``.
+
+Only the module of the command being run is imported (``sundial --help`` and ``sundial preview`` load
+neither kopf nor a Kubernetes client); the others appear in the help as one-line stubs.
+"""
 
 from __future__ import annotations
 
@@ -7,32 +11,46 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-#: Sub-command modules, each with ``register(subparsers) -> None`` that sets ``func`` via ``set_defaults``.
-COMMAND_MODULES: tuple[str, ...] = (
-    "sundial.cli.run_cmd",
-    "sundial.cli.preview",
-    "sundial.cli.sandbox_cmd",
-    "sundial.cli.dev_cmd",
-)
+#: Sub-commands: name -> (module with ``register(subparsers)`` that sets ``func``, one-line help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("sundial.cli.run_cmd", "run the operator"),
+    "preview": ("sundial.cli.preview", "print the next run times of a schedule"),
+    "sandbox": ("sundial.cli.sandbox_cmd", "run a local Kubernetes control plane (etcd, apiserver, ..., kwok)"),
+    "dev": ("sundial.cli.dev_cmd", "sandbox cluster + CRD + samples + operator, in one command"),
+}
+#: The modules of :data:`COMMANDS`, in order.
+COMMAND_MODULES: tuple[str, ...] = tuple(module for module, _ in COMMANDS.values())
+
+DESCRIPTION = "Sundial, a Kubernetes-native job scheduler: the operator and its tools."
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sundial", description=__doc__)
+def build_parser(*, only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that command is fully registered and the others are stubs."""
+    parser = argparse.ArgumentParser(prog="sundial", description=DESCRIPTION)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    for name, (module_name, helptext) in COMMANDS.items():
+        if only is not None and name != only:
+            subparsers.add_parser(name, help=helptext)
+            continue
         try:
-            module = importlib.import_module(name)
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
-            if error.name != name:
+            if error.name != module_name:
                 raise
             continue
         module.register(subparsers)
     return parser
 
 
+def command_of(argv: Sequence[str]) -> str:
+    """The sub-command named on the line ('' when none is): the first word that is one."""
+    return next((word for word in argv if word in COMMANDS), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(only=command_of(words))
+    args = parser.parse_args(words)
     result: int = args.func(args)
     return result
 

@@ -1,52 +1,145 @@
-"""``kubectl sundial``: trigger, redrive, suspend, resume, describe and preview ScheduledJobs.
+"""``kubectl sundial``: the command line, kubectl's global flags and the kubectl runner of the plugin.
 
-Installed as the ``kubectl-sundial`` executable, so kubectl finds it as a plugin. It drives ``kubectl``
-itself (inheriting ``--context`` / ``--kubeconfig``), and reads times with the operator's own code.
-Manual actions are token annotations (DESIGN §5): the spec stays as it is in Git.
+Installed as the ``kubectl-sundial`` executable, so kubectl finds it as a plugin, and as
+``kubectl_complete-sundial``, which kubectl (1.26 and later) asks for completions. The commands are in
+:mod:`sundial.cli.plugin_commands`, output formats in :mod:`sundial.cli.plugin_outputs` and shell
+completion in :mod:`sundial.cli.plugin_completions`. This module imports no Kubernetes client, kopf or
+pydantic, so ``--help`` and completion start fast; commands import what they need when they run.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sundial import schedule
-from sundial.model import ScheduledJob
-
-TRIGGER_ANNOTATION = "sundial.dev/trigger"
-REDRIVE_ANNOTATION = "sundial.dev/redrive"
 RESOURCE = "scheduledjobs.sundial.dev"
 
 Clock = Callable[[], datetime]
+
+DESCRIPTION = """\
+Trigger, redrive, suspend, resume, inspect and preview Sundial ScheduledJobs.
+
+Manual actions set a token annotation (sundial.dev/trigger, sundial.dev/redrive) that the operator
+acts on once; the spec stays as it is in Git. kubectl's global flags (--context, -n, --kubeconfig,
+--as, ...) are accepted anywhere on the line and passed to every kubectl call."""
+
+EXAMPLES = """\
+examples:
+  kubectl sundial get -A
+  kubectl sundial describe nightly-report -n team-a -o yaml
+  kubectl sundial preview nightly-report --count 10
+  kubectl sundial trigger nightly-report --wait
+  kubectl sundial create job report-rerun --from=scheduledjob/nightly-report
+  kubectl sundial redrive nightly-report --wait
+  source <(kubectl sundial completion bash)"""
 
 
 class PluginError(RuntimeError):
     """A failed kubectl call or an unusable object; printed without a traceback."""
 
 
+@dataclass(frozen=True)
+class GlobalFlag:
+    """One of kubectl's global flags that takes a value."""
+
+    names: tuple[str, ...]
+    dest: str
+    help: str
+    repeatable: bool = False
+
+
+GLOBAL_FLAGS: tuple[GlobalFlag, ...] = (
+    GlobalFlag(("-n", "--namespace"), "namespace", "the namespace of the ScheduledJob"),
+    GlobalFlag(("--context",), "context", "the kubeconfig context to use"),
+    GlobalFlag(("--kubeconfig",), "kubeconfig", "path to the kubeconfig file"),
+    GlobalFlag(("--cluster",), "cluster", "the kubeconfig cluster to use"),
+    GlobalFlag(("--user",), "user", "the kubeconfig user to use"),
+    GlobalFlag(("--as",), "as_user", "user to impersonate"),
+    GlobalFlag(("--as-group",), "as_group", "group to impersonate (repeatable)", repeatable=True),
+    GlobalFlag(("--as-uid",), "as_uid", "UID to impersonate"),
+    GlobalFlag(("-s", "--server"), "server", "address of the Kubernetes API server"),
+    GlobalFlag(("--request-timeout",), "request_timeout", "how long to wait for a single server request"),
+)
+_BY_NAME = {name: flag for flag in GLOBAL_FLAGS for name in flag.names}
+
+
+@dataclass
+class GlobalOptions:
+    """The kubectl global flags found on the command line, by ``GlobalFlag.dest``."""
+
+    values: dict[str, list[str]] = field(default_factory=dict)
+
+    def get(self, dest: str) -> str | None:
+        found = self.values.get(dest)
+        return found[-1] if found else None
+
+    @property
+    def namespace(self) -> str | None:
+        return self.get("namespace")
+
+    def kubectl_args(self) -> list[str]:
+        """``--flag=value`` for every flag but the namespace, in the order of :data:`GLOBAL_FLAGS`."""
+        args: list[str] = []
+        for flag in GLOBAL_FLAGS:
+            if flag.dest == "namespace" or flag.dest not in self.values:
+                continue
+            option = flag.names[-1]
+            chosen = self.values[flag.dest] if flag.repeatable else self.values[flag.dest][-1:]
+            args.extend(f"{option}={value}" for value in chosen)
+        return args
+
+
+def split_global_flags(argv: Sequence[str]) -> tuple[GlobalOptions, list[str]]:
+    """Take kubectl's global flags out of ``argv`` wherever they are (up to ``--``); return the rest."""
+    options = GlobalOptions()
+    rest: list[str] = []
+    words = list(argv)
+    index = 0
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if word == "--":
+            rest.extend(words[index - 1 :])
+            break
+        name, equals, value = word.partition("=")
+        if name.startswith("-n") and not name.startswith("--") and len(name) > 2 and not equals:
+            name, value, equals = "-n", name[2:], "="
+        flag = _BY_NAME.get(name)
+        if flag is None:
+            rest.append(word)
+            continue
+        if not equals:
+            if index >= len(words):
+                raise PluginError(f"flag needs an argument: {name}")
+            value = words[index]
+            index += 1
+        options.values.setdefault(flag.dest, []).append(value)
+    return options, rest
+
+
 class Kubectl:
     """Runs kubectl with the user's global flags."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.base = ["kubectl"]
-        if args.kubeconfig:
-            self.base.append(f"--kubeconfig={args.kubeconfig}")
-        if args.context:
-            self.base.append(f"--context={args.context}")
-        self.namespace: str | None = args.namespace
+    def __init__(self, options: GlobalOptions) -> None:
+        self.base = ["kubectl", *options.kubectl_args()]
+        self.namespace: str | None = options.namespace
 
     def run(self, *args: str, namespaced: bool = True) -> str:
         command = [*self.base]
         if namespaced and self.namespace:
             command.append(f"--namespace={self.namespace}")
         command.extend(args)
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, check=False)
+        except FileNotFoundError:
+            raise PluginError("kubectl is not on PATH") from None
         if result.returncode != 0:
             raise PluginError(result.stderr.strip() or f"kubectl exited with {result.returncode}")
         return result.stdout
@@ -55,221 +148,129 @@ class Kubectl:
         body: dict[str, Any] = json.loads(self.run("get", RESOURCE, name, "-o", "json"))
         return body
 
-
-def _token(now: datetime) -> str:
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.5)
-    return predicate()
+    def get_json(self, *args: str, namespaced: bool = True) -> dict[str, Any]:
+        body: dict[str, Any] = json.loads(self.run("get", *args, "-o", "json", namespaced=namespaced))
+        return body
 
 
-def _annotate_token(kubectl: Kubectl, name: str, key: str, token: str) -> None:
-    kubectl.run("annotate", RESOURCE, name, f"{key}={token}", "--overwrite")
-
-
-def cmd_trigger(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
-    token = _token(now())
-    _annotate_token(kubectl, args.name, TRIGGER_ANNOTATION, token)
-    print(f"scheduledjob/{args.name}: run requested (token {token})")
-    if not args.wait:
-        return 0
-
-    def handled() -> bool:
-        status = kubectl.get(args.name).get("status") or {}
-        return bool(status.get("lastHandledTrigger") == token)
-
-    if not _wait_for(handled, args.timeout):
-        print(f"the operator has not handled the trigger within {args.timeout:.0f}s", file=sys.stderr)
-        return 1
-    print(
-        kubectl.run(
-            "get", "jobs", "-l", f"sundial.dev/scheduledjob={args.name}", "--sort-by=.metadata.creationTimestamp"
-        ),
-        end="",
-    )
-    return 0
-
-
-def cmd_redrive(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
-    body = kubectl.get(args.name)
-    letters = (body.get("status") or {}).get("deadLetters") or []
-    token = _token(now())
-    _annotate_token(kubectl, args.name, REDRIVE_ANNOTATION, token)
-    print(f"scheduledjob/{args.name}: redrive of {len(letters)} dead letter(s) requested (token {token})")
-    if args.wait:
-
-        def handled() -> bool:
-            status = kubectl.get(args.name).get("status") or {}
-            return bool(status.get("lastHandledRedrive") == token)
-
-        if not _wait_for(handled, args.timeout):
-            print(f"the operator has not handled the redrive within {args.timeout:.0f}s", file=sys.stderr)
-            return 1
-    return 0
-
-
-def _set_suspend(args: argparse.Namespace, kubectl: Kubectl, value: bool) -> int:
-    print(
-        "warning: this edits spec.suspend; if the object is managed by GitOps (Argo CD, Flux), "
-        "change it in Git instead or it will be reverted",
-        file=sys.stderr,
-    )
-    patch = json.dumps({"spec": {"suspend": value}})
-    kubectl.run("patch", RESOURCE, args.name, "--type=merge", "-p", patch)
-    print(f"scheduledjob/{args.name} {'suspended' if value else 'resumed'}")
-    return 0
-
-
-def cmd_suspend(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
-    return _set_suspend(args, kubectl, True)
-
-
-def cmd_resume(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
-    return _set_suspend(args, kubectl, False)
-
-
-def next_times(obj: ScheduledJob, *, after: datetime, count: int) -> list[datetime]:
-    """The next ``count`` nominal times of a ScheduledJob, exactly as the operator computes them."""
-    spec = obj.spec
-    if spec is None:
-        return []
-    if spec.schedule is None:
-        return [spec.run_at] if spec.run_at is not None and spec.run_at > after else []
-    timetable = spec.timetable(uid=obj.metadata.uid)
-    result: list[datetime] = []
-    for instant in timetable.iter_after(after):
-        if spec.end_time is not None and instant > spec.end_time:
-            break
-        if spec.start_time is not None and instant < spec.start_time:
-            continue
-        result.append(instant)
-        if len(result) >= count:
-            break
-    return result
-
-
-def describe(body: dict[str, Any], *, now: datetime, count: int) -> str:
-    """A human-readable description of one ScheduledJob."""
-    obj = ScheduledJob.from_dict(body)
-    status = body.get("status") or {}
-    spec = body.get("spec") or {}
-    lines = [
-        f"Name:        {obj.metadata.name}",
-        f"Namespace:   {obj.metadata.namespace}",
-        f"Schedule:    {spec.get('schedule') or spec.get('runAt') or '(once, as soon as possible)'}",
-        f"Time zone:   {spec.get('timeZone', 'UTC')}",
-        f"Suspend:     {spec.get('suspend', False)}",
-    ]
-    if obj.spec_error is not None:
-        lines.append(f"Invalid:     {obj.spec_error}")
-    else:
-        zone = schedule.load_zone(obj.spec.time_zone if obj.spec else "UTC")
-        lines.append("Next runs:")
-        for instant in next_times(obj, after=now, count=count):
-            local = instant.astimezone(zone).isoformat()
-            lines.append(f"  {schedule.format_rfc3339(instant)}  ({local})")
-    lines.append("Conditions:")
-    for condition in status.get("conditions") or []:
-        lines.append(
-            f"  {condition.get('type')}={condition.get('status')} {condition.get('reason', '')}: "
-            f"{condition.get('message', '')}"
-        )
-    counters = status.get("counters") or {}
-    if counters:
-        lines.append("Counters:    " + ", ".join(f"{k}={v}" for k, v in counters.items()))
-    for title, key, fields in (
-        ("Active", "active", ("scheduledTime", "attempt", "job", "trigger")),
-        ("Pending retries", "pendingRetries", ("scheduledTime", "attempt", "notBefore", "lastFailure")),
-        ("Recent runs", "recentRuns", ("scheduledTime", "attempts", "result", "job", "finishedAt")),
-        ("Dead letters", "deadLetters", ("scheduledTime", "attempts", "reason", "lastJob", "message")),
-    ):
-        entries = status.get(key) or []
-        lines.append(f"{title}: {len(entries) or 'none'}")
-        for entry in entries:
-            lines.append("  " + "  ".join(f"{f}={entry.get(f, '')}" for f in fields))
-    return "\n".join(lines)
-
-
-def cmd_describe(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
-    if args.name:
-        bodies = [kubectl.get(args.name)]
-    else:
-        listing = json.loads(
-            kubectl.run(
-                "get",
-                RESOURCE,
-                "-o",
-                "json",
-                *(["-A"] if args.all_namespaces else []),
-                namespaced=not args.all_namespaces,
-            )
-        )
-        bodies = listing.get("items") or []
-    print("\n\n".join(describe(body, now=now(), count=args.count) for body in bodies))
-    return 0
-
-
-def cmd_preview(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
-    obj = ScheduledJob.from_dict(kubectl.get(args.name))
-    if obj.spec_error is not None:
-        print(f"scheduledjob/{args.name} is invalid: {obj.spec_error}", file=sys.stderr)
-        return 2
-    times = next_times(obj, after=now(), count=args.count)
-    if args.output == "json":
-        print(json.dumps([schedule.format_rfc3339(t) for t in times]))
-    else:
-        zone = schedule.load_zone(obj.spec.time_zone if obj.spec else "UTC")
-        for instant in times:
-            print(f"{schedule.format_rfc3339(instant)}  {instant.astimezone(zone).isoformat()}")
-    return 0
+def handler_of(spec: str) -> Callable[..., int]:
+    """``"<module>:<function>"`` of :mod:`sundial.cli`, imported on use (see the module docstring)."""
+    module, _, function = spec.partition(":")
+    found: Callable[..., int] = getattr(importlib.import_module(f"sundial.cli.{module}"), function)
+    return found
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kubectl sundial", description=__doc__)
-    parser.add_argument("--kubeconfig", default=None)
-    parser.add_argument("--context", default=None)
-    parser.add_argument("-n", "--namespace", default=None)
+    parser = argparse.ArgumentParser(
+        prog="kubectl sundial",
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    kubectl = parser.add_argument_group("kubectl global flags (accepted anywhere on the line)")
+    for flag in GLOBAL_FLAGS:
+        kubectl.add_argument(*flag.names, dest=flag.dest, metavar=flag.dest.upper(), help=flag.help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def add(name: str, handler: Callable[..., int], helptext: str, *, named: bool = True) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=helptext)
-        if named:
-            sub.add_argument("name")
-        sub.add_argument("-n", "--namespace", default=argparse.SUPPRESS)
+    def add(name: str, handler: str, helptext: str, *, aliases: Sequence[str] = ()) -> argparse.ArgumentParser:
+        description = helptext[:1].upper() + helptext[1:] + "."
+        sub = commands.add_parser(name, aliases=list(aliases), help=helptext, description=description)
         sub.set_defaults(handler=handler)
         return sub
 
-    trigger = add("trigger", cmd_trigger, "run once now (annotation sundial.dev/trigger)")
-    redrive = add("redrive", cmd_redrive, "give every dead letter new attempts (annotation sundial.dev/redrive)")
-    for sub in (trigger, redrive):
+    def output(sub: argparse.ArgumentParser, *choices: str, default: str | None = None) -> None:
+        sub.add_argument("-o", "--output", choices=choices, default=default, help="output format")
+
+    get = add("get", "plugin_commands:cmd_get", "list ScheduledJobs with their next and last runs", aliases=("list",))
+    get.add_argument("names", nargs="*", metavar="NAME")
+    get.add_argument("-A", "--all-namespaces", action="store_true", help="list across all namespaces")
+    output(get, "wide", "json", "yaml", "name")
+
+    describe = add("describe", "plugin_commands:cmd_describe", "show next run times, conditions, runs and dead letters")
+    describe.add_argument("name", nargs="?", metavar="NAME")
+    describe.add_argument("-A", "--all-namespaces", action="store_true", help="describe across all namespaces")
+    describe.add_argument("--count", type=int, default=5, help="how many next run times (default: 5)")
+    output(describe, "json", "yaml", "name")
+
+    preview = add("preview", "plugin_commands:cmd_preview", "print the next nominal run times of a ScheduledJob")
+    preview.add_argument("name", metavar="NAME")
+    preview.add_argument("--count", type=int, default=5, help="how many run times (default: 5)")
+    output(preview, "table", "json", "yaml", default="table")
+
+    for name, handler, helptext in (
+        ("trigger", "plugin_commands:cmd_trigger", "request one run now (annotation sundial.dev/trigger)"),
+        (
+            "redrive",
+            "plugin_commands:cmd_redrive",
+            "give every dead letter new attempts (annotation sundial.dev/redrive)",
+        ),
+    ):
+        sub = add(name, handler, helptext)
+        sub.add_argument("name", metavar="NAME")
         sub.add_argument("--wait", action="store_true", help="wait until the operator handled the request")
-        sub.add_argument("--timeout", type=float, default=60.0)
-    add("suspend", cmd_suspend, "set spec.suspend=true (prefer Git for GitOps-managed objects)")
-    add("resume", cmd_resume, "set spec.suspend=false")
-    desc = add("describe", cmd_describe, "next times, conditions, recent runs, dead letters", named=False)
-    desc.add_argument("name", nargs="?")
-    desc.add_argument("-A", "--all-namespaces", action="store_true")
-    desc.add_argument("--count", type=int, default=5)
-    preview = add("preview", cmd_preview, "the next nominal run times of an object")
-    preview.add_argument("--count", type=int, default=5)
-    preview.add_argument("-o", "--output", choices=("table", "json"), default="table")
+        sub.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default: 60)")
+        output(sub, "json", "yaml", "name")
+
+    create = add("create", "plugin_commands:cmd_create_job", "create a resource from a ScheduledJob (only: job)")
+    create.add_argument("kind", choices=("job",), metavar="job")
+    create.add_argument(
+        "name", metavar="NAME", help="names the request (the trigger token); the operator names the Job"
+    )
+    create.add_argument("--from", dest="source", required=True, metavar="scheduledjob/NAME", help="the ScheduledJob")
+    create.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the Job (default: 60)")
+    output(create, "json", "yaml", "name")
+
+    for name, handler, helptext in (
+        (
+            "suspend",
+            "plugin_commands:cmd_suspend",
+            "set spec.suspend=true (for GitOps-managed objects, change Git instead)",
+        ),
+        ("resume", "plugin_commands:cmd_resume", "set spec.suspend=false"),
+    ):
+        sub = add(name, handler, helptext)
+        sub.add_argument("name", metavar="NAME")
+        output(sub, "name")
+
+    version = add(
+        "version",
+        "plugin_versions:cmd_version",
+        "print the plugin's version and, if reachable, the operator's and CRD's",
+    )
+    version.add_argument("--client", action="store_true", help="the plugin's version only")
+    output(version, "json", "yaml")
+
+    completion = add("completion", "plugin_completions:cmd_completion", "print a shell completion script")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
     return parser
 
 
-def main(argv: Sequence[str] | None = None, *, now: Clock = lambda: datetime.now(UTC)) -> int:
-    args = build_parser().parse_args(argv)
+def _system_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def main(argv: Sequence[str] | None = None, *, now: Clock = _system_now) -> int:
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    if words[:1] == ["__complete"]:
+        from sundial.cli import plugin_completions  # noqa: PLC0415
+
+        return plugin_completions.complete(words[1:], parser=parser)
     try:
-        result: int = args.handler(args, Kubectl(args), now)
+        options, rest = split_global_flags(words)
+    except PluginError as error:
+        parser.error(str(error))
+    args = parser.parse_args(rest)
+    try:
+        return handler_of(args.handler)(args, Kubectl(options), now)
     except PluginError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    return result
+
+
+def complete_main() -> int:
+    """``kubectl_complete-sundial``: kubectl runs it with the words after ``kubectl sundial``."""
+    return main(["__complete", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""``sundial preview``: the next nominal run times of a schedule (DESIGN §3), without jitter.
+"""``sundial preview``: the next nominal run times of a schedule, without jitter.
 
 Uses the same :mod:`sundial.schedule` code as the operator, so a preview never disagrees with reality.
-The clock is read here and only here (``now`` is injectable for tests).
+The clock is read here and only here (``now`` is injectable for tests). Imports no Kubernetes client.
 """
 
 from __future__ import annotations
@@ -17,6 +17,10 @@ from typing import Any
 from sundial import schedule
 
 MAX_COUNT = 1000
+DESCRIPTION = (
+    "Print the next nominal run times of a cron schedule, without jitter, computed by the operator's own "
+    "code (time zones, daylight-saving rules, H fields). See docs/design.md, section Schedules."
+)
 
 
 def _system_now() -> datetime:
@@ -28,7 +32,7 @@ def register(subparsers: Any, *, now: Callable[[], datetime] | None = None) -> N
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "preview",
         help="print the next run times of a schedule",
-        description=__doc__,
+        description=DESCRIPTION,
     )
     parser.add_argument("--schedule", required=True, help='cron expression, e.g. "30 2 * * *" or @daily')
     parser.add_argument("--time-zone", default="UTC", help="IANA time zone (default: UTC)")

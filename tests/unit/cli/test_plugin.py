@@ -1,18 +1,21 @@
-"""The kubectl plugin: argument handling, descriptions and next times, with kubectl faked at its boundary."""
+"""The kubectl plugin: kubectl's conventions (global flags, -o, create job --from), with kubectl faked."""
 
 from __future__ import annotations
 
-import argparse
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import yaml
 
-from sundial.cli import plugin
+from sundial.cli import plugin, plugin_commands
 from sundial.model import ScheduledJob
+from sundial.planner import names
 
 NOW = datetime(2027, 3, 27, 0, 0, tzinfo=UTC)
+Run = Callable[..., tuple[int, str, str]]
 
 
 def body(**spec: Any) -> dict[str, Any]:
@@ -21,54 +24,18 @@ def body(**spec: Any) -> dict[str, Any]:
         "metadata": {"name": "report", "namespace": "team-a", "uid": "u-1", "generation": 1},
         "spec": {"jobTemplate": template, **spec},
         "status": {
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "Scheduled",
-                    "message": "ok",
-                    "lastTransitionTime": "2027-03-26T00:00:00Z",
-                }
-            ],
-            "deadLetters": [
-                {
-                    "scheduledTime": "2027-03-26T01:30:00Z",
-                    "attempts": 3,
-                    "reason": "MaxAttemptsExceeded",
-                    "trigger": "schedule",
-                    "deadLetteredAt": "2027-03-26T02:00:00Z",
-                }
-            ],
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Scheduled", "message": "ok"}],
+            "deadLetters": [{"scheduledTime": "2027-03-26T01:30:00Z", "attempts": 3, "reason": "MaxAttemptsExceeded"}],
         },
     }
 
 
-class FakeKubectl:
-    """Records kubectl invocations and answers `get` with a fixed object."""
-
-    def __init__(self, obj: dict[str, Any]) -> None:
-        self.obj = obj
-        self.calls: list[tuple[str, ...]] = []
-
-    def run(self, *args: str, namespaced: bool = True) -> str:
-        self.calls.append(args)
-        if args[:1] == ("annotate",):
-            key, _, value = args[3].partition("=")
-            self.obj["metadata"].setdefault("annotations", {})[key] = value
-            status = self.obj["status"]
-            if key == plugin.TRIGGER_ANNOTATION:
-                status["lastHandledTrigger"] = value
-            if key == plugin.REDRIVE_ANNOTATION:
-                status["lastHandledRedrive"] = value
-        return ""
-
-    def get(self, name: str) -> dict[str, Any]:
-        return self.obj
+# --- times and descriptions ------------------------------------------------------------------------
 
 
 def test_next_times_follow_the_operators_dst_rules() -> None:
     obj = ScheduledJob.from_dict(body(schedule="30 2 * * *", timeZone="Europe/Berlin"))
-    times = plugin.next_times(obj, after=NOW, count=3)
+    times = plugin_commands.next_times(obj, after=NOW, count=3)
     assert [t.isoformat() for t in times] == [
         "2027-03-27T01:30:00+00:00",
         "2027-03-28T01:00:00+00:00",
@@ -78,17 +45,17 @@ def test_next_times_follow_the_operators_dst_rules() -> None:
 
 def test_next_times_of_a_one_off_is_its_run_at_until_it_passes() -> None:
     obj = ScheduledJob.from_dict(body(runAt="2027-03-28T10:00:00Z"))
-    assert plugin.next_times(obj, after=NOW, count=3) == [datetime(2027, 3, 28, 10, tzinfo=UTC)]
-    assert plugin.next_times(obj, after=datetime(2027, 4, 1, tzinfo=UTC), count=3) == []
+    assert plugin_commands.next_times(obj, after=NOW, count=3) == [datetime(2027, 3, 28, 10, tzinfo=UTC)]
+    assert plugin_commands.next_times(obj, after=datetime(2027, 4, 1, tzinfo=UTC), count=3) == []
 
 
 def test_next_times_respect_end_time() -> None:
     obj = ScheduledJob.from_dict(body(schedule="0 * * * *", endTime="2027-03-27T02:00:00Z"))
-    assert len(plugin.next_times(obj, after=NOW, count=10)) == 2
+    assert len(plugin_commands.next_times(obj, after=NOW, count=10)) == 2
 
 
 def test_describe_shows_next_runs_conditions_and_dead_letters() -> None:
-    text = plugin.describe(body(schedule="30 2 * * *", timeZone="Europe/Berlin"), now=NOW, count=2)
+    text = plugin_commands.describe(body(schedule="30 2 * * *", timeZone="Europe/Berlin"), now=NOW, count=2)
     assert "2027-03-27T01:30:00Z" in text
     assert "Ready=True Scheduled" in text
     assert "Dead letters: 1" in text
@@ -96,51 +63,200 @@ def test_describe_shows_next_runs_conditions_and_dead_letters() -> None:
 
 
 def test_describe_names_the_invalid_field() -> None:
-    text = plugin.describe(body(schedule="61 * * * *"), now=NOW, count=2)
+    text = plugin_commands.describe(body(schedule="61 * * * *"), now=NOW, count=2)
     assert "Invalid:" in text
     assert "spec.schedule" in text
 
 
-def parse(*argv: str) -> argparse.Namespace:
-    return plugin.build_parser().parse_args(list(argv))
+# --- kubectl's global flags ------------------------------------------------------------------------
 
 
-def test_trigger_sets_a_fresh_token_annotation_and_waits_for_the_echo(capsys: pytest.CaptureFixture[str]) -> None:
-    fake = FakeKubectl(body(schedule="* * * * *"))
-    args = parse("trigger", "report", "-n", "team-a", "--wait", "--timeout", "1")
-    assert plugin.cmd_trigger(args, fake, lambda: NOW) == 0  # type: ignore[arg-type]
-    assert fake.calls[0] == (
+def test_global_flags_are_taken_from_anywhere_on_the_line() -> None:
+    options, rest = plugin.split_global_flags(
+        ["describe", "report", "--context", "prod", "-n", "team-a", "-o", "yaml", "--kubeconfig=/k", "--as", "me"]
+    )
+    assert rest == ["describe", "report", "-o", "yaml"]
+    assert options.namespace == "team-a"
+    assert plugin.Kubectl(options).base == ["kubectl", "--context=prod", "--kubeconfig=/k", "--as=me"]
+
+
+def test_global_flags_in_short_joined_and_repeated_forms_and_up_to_a_double_dash() -> None:
+    options, rest = plugin.split_global_flags(["-nteam-b", "get", "--as-group", "a", "--as-group=b", "--", "-n", "x"])
+    assert options.namespace == "team-b"
+    assert plugin.Kubectl(options).base == ["kubectl", "--as-group=a", "--as-group=b"]
+    assert rest == ["get", "--", "-n", "x"]
+    with pytest.raises(plugin.PluginError, match="--context"):
+        plugin.split_global_flags(["get", "--context"])
+
+
+def test_the_namespace_goes_to_namespaced_calls_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[str]] = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "{}", ""
+
+    monkeypatch.setattr(plugin.subprocess, "run", lambda command, **_: seen.append(command) or Done())
+    kubectl = plugin.Kubectl(plugin.split_global_flags(["-n", "ns", "--context", "c"])[0])
+    kubectl.run("get", "x")
+    kubectl.run("get", "crd", namespaced=False)
+    assert seen == [["kubectl", "--context=c", "--namespace=ns", "get", "x"], ["kubectl", "--context=c", "get", "crd"]]
+
+
+# --- get, describe, preview ------------------------------------------------------------------------
+
+
+def test_get_prints_a_table_with_next_and_last_runs(run: Run, cluster: Any) -> None:
+    code, out, _ = run(cluster, "get")
+    assert code == 0
+    header, row = out.splitlines()
+    assert header.split()[:4] == ["NAME", "SCHEDULE", "SUSPEND", "ACTIVE"]
+    assert row.split()[0] == "report"
+    assert "in 3h" in row and "30m" in row, row  # next run in 3 h, last scheduled 30 min ago
+
+
+def test_get_all_namespaces_and_wide_add_columns(run: Run, new_cluster: Callable[..., Any]) -> None:
+    fake = new_cluster({"name": "a", "schedule": "@daily"}, {"name": "b", "schedule": "@hourly", "namespace": "team-b"})
+    _, out, _ = run(fake, "get", "-A", "-o", "wide")
+    lines = out.splitlines()
+    assert lines[0].startswith("NAMESPACE") and "DEAD LETTERS" in lines[0] and "TIME ZONE" in lines[0]
+    assert [line.split()[:2] for line in lines[1:]] == [["team-a", "a"], ["team-b", "b"]]
+    assert "--all-namespaces" in fake.calls[0]
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_get_o_json_and_yaml_print_the_objects_as_kubectl_does(
+    run: Run, new_cluster: Callable[..., Any], output: str
+) -> None:
+    fake = new_cluster({"name": "a", "schedule": "@daily"}, {"name": "b", "schedule": "@hourly"})
+    _, out, _ = run(fake, "get", "a", "-o", output)
+    one = json.loads(out) if output == "json" else yaml.safe_load(out)
+    assert one["metadata"]["name"] == "a"
+    _, out, _ = run(fake, "list", "-o", output)
+    several = json.loads(out) if output == "json" else yaml.safe_load(out)
+    assert several["kind"] == "List" and [i["metadata"]["name"] for i in several["items"]] == ["a", "b"]
+
+
+def test_get_o_name(run: Run, cluster: Any) -> None:
+    assert run(cluster, "get", "-o", "name")[1] == "scheduledjob.sundial.dev/report\n"
+
+
+def test_get_says_when_nothing_is_there(run: Run, new_cluster: Callable[..., Any]) -> None:
+    code, out, err = run(new_cluster(), "get")
+    assert (code, out) == (0, "")
+    assert "No resources found in team-a namespace." in err
+
+
+def test_describe_o_yaml_adds_the_next_runs_to_the_object(run: Run, cluster: Any) -> None:
+    code, out, _ = run(cluster, "describe", "report", "-o", "yaml", "--count", "2")
+    described = yaml.safe_load(out)
+    assert code == 0
+    assert described["nextRuns"] == ["2027-03-27T01:30:00Z", "2027-03-28T01:00:00Z"]
+    assert described["scheduledJob"]["metadata"]["name"] == "report"
+    assert run(cluster, "describe", "report", "-o", "name")[1] == "scheduledjob.sundial.dev/report\n"
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_preview_prints_json_and_yaml(run: Run, cluster: Any, output: str) -> None:
+    _, out, _ = run(cluster, "preview", "report", "--count", "2", "-o", output)
+    assert yaml.safe_load(out) == ["2027-03-27T01:30:00Z", "2027-03-28T01:00:00Z"]
+
+
+# --- trigger, create job, redrive, suspend ---------------------------------------------------------
+
+
+def test_trigger_sets_a_fresh_token_annotation(run: Run, cluster: Any) -> None:
+    code, out, _ = run(cluster, "trigger", "report")
+    assert code == 0
+    assert cluster.calls[0] == (
         "annotate",
         plugin.RESOURCE,
         "report",
         "sundial.dev/trigger=2027-03-27T00:00:00.000000Z",
         "--overwrite",
+        "-o",
+        "json",
     )
-    assert "run requested" in capsys.readouterr().out
+    assert out == "scheduledjob/report: run requested (token 2027-03-27T00:00:00.000000Z)\n"
+    assert run(cluster, "trigger", "report", "-o", "name")[1] == "scheduledjob.sundial.dev/report\n"
 
 
-def test_redrive_reports_how_many_dead_letters_it_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
-    fake = FakeKubectl(body(schedule="* * * * *"))
-    assert plugin.cmd_redrive(parse("redrive", "report"), fake, lambda: NOW) == 0  # type: ignore[arg-type]
-    assert "redrive of 1 dead letter(s)" in capsys.readouterr().out
+def test_trigger_wait_prints_the_job_of_the_run(run: Run, cluster: Any) -> None:
+    code, out, _ = run(cluster, "trigger", "report", "--wait", "--timeout", "1")
+    assert code == 0
+    (job,) = cluster.jobs
+    assert "run requested" in out and "NAME" in out and job["metadata"]["name"] in out
+    _, out, _ = run(cluster, "trigger", "report", "--wait", "--timeout", "1", "-o", "name")
+    assert out == f"job.batch/{cluster.jobs[-1]['metadata']['name']}\n"
+    _, out, _ = run(cluster, "trigger", "report", "--wait", "--timeout", "1", "-o", "json")
+    assert json.loads(out)["kind"] == "Job"
 
 
-def test_suspend_patches_spec_and_warns_about_gitops(capsys: pytest.CaptureFixture[str]) -> None:
-    fake = FakeKubectl(body(schedule="* * * * *"))
-    assert plugin.cmd_suspend(parse("suspend", "report"), fake, lambda: NOW) == 0  # type: ignore[arg-type]
-    assert fake.calls[0][:3] == ("patch", plugin.RESOURCE, "report")
-    assert json.loads(fake.calls[0][-1]) == {"spec": {"suspend": True}}
-    assert "GitOps" in capsys.readouterr().err
+def test_trigger_wait_fails_when_the_operator_does_not_answer(run: Run, new_cluster: Callable[..., Any]) -> None:
+    code, _, err = run(
+        new_cluster({"schedule": "@daily"}, operator=False), "trigger", "report", "--wait", "--timeout", "0"
+    )
+    assert code == 1
+    assert "has not handled the request" in err
 
 
-def test_preview_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
-    fake = FakeKubectl(body(schedule="30 2 * * *", timeZone="Europe/Berlin"))
-    args = parse("preview", "report", "--count", "2", "-o", "json")
-    assert plugin.cmd_preview(args, fake, lambda: NOW) == 0  # type: ignore[arg-type]
-    assert json.loads(capsys.readouterr().out) == ["2027-03-27T01:30:00Z", "2027-03-28T01:00:00Z"]
+def test_create_job_from_a_scheduled_job_is_one_manual_run_named_by_the_request(run: Run, cluster: Any) -> None:
+    code, out, _ = run(cluster, "create", "job", "rerun-1", "--from=scheduledjob/report", "--timeout", "1")
+    assert code == 0
+    (job,) = cluster.jobs
+    assert out == f"job.batch/{job['metadata']['name']} created\n"
+    assert cluster.objects["report"]["metadata"]["annotations"][names.TRIGGER_TOKEN_ANNOTATION] == "rerun-1"
+    code, _, err = run(cluster, "create", "job", "rerun-1", "--from", "sj/report")
+    assert code == 1 and "already requested" in err
+    assert len(cluster.jobs) == 1
+    code, _, err = run(cluster, "create", "job", "x", "--from=cronjob/report")
+    assert code == 1 and "--from: expected scheduledjob/NAME" in err
 
 
-def test_kubectl_passes_global_flags_through() -> None:
-    kubectl = plugin.Kubectl(parse("--kubeconfig", "/k", "--context", "c", "-n", "ns", "describe"))
-    assert kubectl.base == ["kubectl", "--kubeconfig=/k", "--context=c"]
-    assert kubectl.namespace == "ns"
+def test_the_job_lookup_uses_the_operators_label_value_for_long_names(
+    run: Run, new_cluster: Callable[..., Any]
+) -> None:
+    long_name = "a-scheduled-job-whose-name-is-much-longer-than-the-sixty-three-characters-of-a-label"
+    fake = new_cluster({"name": long_name, "schedule": "@daily"})
+    code, out, _ = run(fake, "create", "job", "r", f"--from=scheduledjob/{long_name}", "--timeout", "1", "-o", "name")
+    assert code == 0, out
+    selector = next(call for call in fake.calls if "-l" in call)
+    assert f"{names.SCHEDULED_JOB_LABEL}={names.scheduled_job_label_value(long_name)}" in selector
+
+
+def test_redrive_reports_how_many_dead_letters_it_asked_for(run: Run, cluster: Any) -> None:
+    code, out, _ = run(cluster, "redrive", "report", "--wait", "--timeout", "1")
+    assert code == 0
+    assert "redrive of 1 dead letter(s)" in out
+    _, out, _ = run(cluster, "redrive", "report", "-o", "json")
+    assert json.loads(out)["metadata"]["annotations"][names.REDRIVE_TOKEN_ANNOTATION]
+
+
+def test_suspend_patches_spec_and_warns_about_gitops(run: Run, cluster: Any) -> None:
+    code, out, err = run(cluster, "suspend", "report")
+    assert code == 0
+    assert cluster.calls[0][:3] == ("patch", plugin.RESOURCE, "report")
+    assert cluster.objects["report"]["spec"]["suspend"] is True
+    assert "GitOps" in err and out == "scheduledjob/report suspended\n"
+    assert run(cluster, "resume", "report", "-o", "name")[1] == "scheduledjob.sundial.dev/report\n"
+
+
+# --- version ---------------------------------------------------------------------------------------
+
+
+def test_version_reports_the_client_and_what_the_cluster_says(run: Run, cluster: Any) -> None:
+    code, out, _ = run(cluster, "version", "-o", "json")
+    found = json.loads(out)
+    assert code == 0
+    assert found["clientVersion"]["version"] == __import__("sundial").__version__
+    assert found["crd"]["served"] == ["v1alpha1"]
+    assert found["operators"] == []
+    assert "Client Version:" in run(cluster, "version")[1]
+
+
+def test_version_without_a_cluster_still_prints_the_client(run: Run, cluster: Any) -> None:
+    cluster.unreachable = True
+    code, out, _ = run(cluster, "version")
+    assert code == 0
+    assert out.startswith("Client Version: ")
+    assert "warning: crd: Unable to connect" in out
+    assert run(cluster, "version", "--client")[1].count("\n") == 1

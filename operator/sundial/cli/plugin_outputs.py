@@ -1,0 +1,90 @@
+"""Output formats of ``kubectl sundial`` as kubectl prints them: ``-o json|yaml|name``, tables and ages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+SCHEDULED_JOB = "scheduledjob.sundial.dev"
+"""What ``-o name`` prints before the slash for a ScheduledJob (kubectl: ``<resource>.<group>/<name>``)."""
+JOB = "job.batch"
+
+
+class Output(StrEnum):
+    """Values of ``-o``."""
+
+    TABLE = "table"
+    WIDE = "wide"
+    JSON = "json"
+    YAML = "yaml"
+    NAME = "name"
+
+
+def name_of(resource: str, body: Mapping[str, Any]) -> str:
+    return f"{resource}/{(body.get('metadata') or {}).get('name', '')}"
+
+
+def document(items: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """One object as itself, several as a ``v1/List`` (what ``kubectl get -o json`` prints)."""
+    if len(items) == 1:
+        return items[0]
+    return {"apiVersion": "v1", "kind": "List", "items": list(items), "metadata": {"resourceVersion": ""}}
+
+
+def dump(value: Any, output: str) -> str:
+    """``value`` as JSON (4-space indent, like kubectl) or YAML; no trailing newline."""
+    if output == Output.JSON:
+        return json.dumps(value, indent=4, ensure_ascii=False)
+    import yaml  # noqa: PLC0415 - only -o yaml needs it
+
+    return str(yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False)).rstrip("\n")
+
+
+def objects(items: Sequence[Mapping[str, Any]], output: str, *, resource: str = SCHEDULED_JOB) -> str:
+    """Objects for ``-o json|yaml|name``."""
+    if output == Output.NAME:
+        return "\n".join(name_of(resource, item) for item in items)
+    return dump(document(items), output)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns separated by three spaces, left-aligned, as kubectl's printers do."""
+    if not rows:
+        return ""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "   ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)) for row in [header, *rows]
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def age(seconds: float) -> str:
+    """A duration as kubectl shows ages (``45s``, ``5m30s``, ``90m``, ``5h10m``, ``36h``, ``3d4h``, ``20d``)."""
+    total = max(int(seconds), 0)
+    minutes, hours, days = total // 60, total // 3600, total // 86400
+    if total < 120:
+        return f"{total}s"
+    if minutes < 10:
+        return f"{minutes}m{total % 60}s" if total % 60 else f"{minutes}m"
+    if hours < 3:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if days < 8:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    return f"{days}d"
+
+
+def since(then: datetime | None, now: datetime) -> str:
+    """``age`` of ``then``, ``<none>`` when unknown."""
+    return "<none>" if then is None else age((now - then).total_seconds())
+
+
+def until(then: datetime | None, now: datetime) -> str:
+    """``in <age>`` of a future ``then``, ``<none>`` when there is none."""
+    return "<none>" if then is None else f"in {age((then - now).total_seconds())}"

@@ -1,0 +1,190 @@
+"""A fake kubectl for the plugin's tests: answers from an in-memory cluster and plays the operator's part."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from sundial.cli import plugin
+
+NOW = datetime(2027, 3, 27, 0, 0, tzinfo=UTC)
+
+
+def scheduled_job(name: str = "report", namespace: str = "team-a", **spec: Any) -> dict[str, Any]:
+    template = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    return {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"u-{name}",
+            "generation": 1,
+            "creationTimestamp": "2027-03-20T00:00:00Z",
+        },
+        "spec": {"jobTemplate": template, **spec},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "Scheduled",
+                    "message": "ok",
+                    "lastTransitionTime": "2027-03-26T00:00:00Z",
+                }
+            ],
+            "lastScheduleTime": "2027-03-26T23:30:00Z",
+            "nextScheduleTime": "2027-03-27T03:00:00Z",
+            "deadLetters": [
+                {
+                    "scheduledTime": "2027-03-26T01:30:00Z",
+                    "attempts": 3,
+                    "reason": "MaxAttemptsExceeded",
+                    "trigger": "schedule",
+                    "deadLetteredAt": "2027-03-26T02:00:00Z",
+                }
+            ],
+        },
+    }
+
+
+class FakeKubectl:
+    """Records kubectl invocations; ``annotate`` is handled at once, like a quick operator would."""
+
+    def __init__(self, *objects: dict[str, Any], operator: bool = True) -> None:
+        self.objects = {o["metadata"]["name"]: o for o in objects}
+        self.jobs: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, ...]] = []
+        self.operator = operator
+        self.namespace: str | None = "team-a"
+        self.base = ["kubectl"]
+        self.unreachable = False
+
+    def run(self, *args: str, namespaced: bool = True) -> str:
+        self.calls.append(args)
+        if self.unreachable:
+            raise plugin.PluginError("Unable to connect to the server: dial tcp: connection refused")
+        verb = args[0]
+        if verb == "annotate":
+            obj = self.objects[args[2]]
+            key, _, value = args[3].partition("=")
+            obj["metadata"].setdefault("annotations", {})[key] = value
+            if self.operator:
+                self._operate(obj, key, value)
+            return json.dumps(obj)
+        if verb == "patch":
+            obj = self.objects[args[2]]
+            obj["spec"].update(json.loads(args[5])["spec"])
+            return json.dumps(obj)
+        if verb == "get" and args[1] == "jobs" and "-o" not in args:
+            return "NAME   STATUS\n" + "".join(f"{job['metadata']['name']}   Running\n" for job in self.jobs)
+        if verb == "get" and "jsonpath={.items[*].metadata.name}" in args:
+            return " ".join(self.objects)
+        if verb == "get":
+            return json.dumps(self._get(args[1:]))
+        raise AssertionError(f"unexpected kubectl {args}")
+
+    def _get(self, args: tuple[str, ...]) -> Any:
+        selector = args[args.index("-l") + 1].partition("=")[2] if "-l" in args else None
+        words = [a for a in args if not a.startswith("-") and a != "json" and "=" not in a]
+        resource, names = words[0], words[1:]
+        if resource == "jobs":
+            if names:
+                return next(j for j in self.jobs if j["metadata"]["name"] == names[0])
+            return {
+                "kind": "List",
+                "items": [j for j in self.jobs if j["metadata"]["labels"][plugin_label()] == selector],
+            }
+        if resource == plugin.RESOURCE:
+            if len(names) == 1:
+                if names[0] not in self.objects:
+                    raise plugin.PluginError(f'scheduledjobs.sundial.dev "{names[0]}" not found')
+                return self.objects[names[0]]
+            chosen = [self.objects[n] for n in names] if names else list(self.objects.values())
+            return {"kind": "List", "items": chosen}
+        if resource == "customresourcedefinition":
+            return {"spec": {"versions": [{"name": "v1alpha1", "served": True, "storage": True}]}, "metadata": {}}
+        if resource == "deployments":
+            return {"items": []}
+        raise AssertionError(f"unexpected get {args}")
+
+    def _operate(self, obj: dict[str, Any], key: str, value: str) -> None:
+        from sundial.planner import names  # noqa: PLC0415
+
+        status = obj["status"]
+        if key == names.TRIGGER_TOKEN_ANNOTATION:
+            status["lastHandledTrigger"] = value
+            name = obj["metadata"]["name"]
+            self.jobs.append(
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "metadata": {
+                        "name": f"{names.dns_label_prefix(name, room=40)}-m1806105600-{len(self.jobs) + 1}",
+                        "labels": {names.SCHEDULED_JOB_LABEL: names.scheduled_job_label_value(name)},
+                        "annotations": {names.TRIGGER_ANNOTATION: "manual"},
+                        "ownerReferences": [{"kind": "ScheduledJob", "name": name, "controller": True}],
+                    },
+                }
+            )
+        if key == names.REDRIVE_TOKEN_ANNOTATION:
+            status["lastHandledRedrive"] = value
+            status["deadLetters"] = []
+
+    def get(self, name: str) -> dict[str, Any]:
+        body: dict[str, Any] = json.loads(self.run("get", plugin.RESOURCE, name, "-o", "json"))
+        return body
+
+    def get_json(self, *args: str, namespaced: bool = True) -> dict[str, Any]:
+        body: dict[str, Any] = json.loads(self.run("get", *args, "-o", "json", namespaced=namespaced))
+        return body
+
+
+def plugin_label() -> str:
+    from sundial.planner import names  # noqa: PLC0415
+
+    return names.SCHEDULED_JOB_LABEL
+
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str]) -> Run:
+    """Run a plugin command line against a fake kubectl; returns (exit code, stdout, stderr)."""
+
+    def go(fake: FakeKubectl, *argv: str) -> tuple[int, str, str]:
+        _, rest = plugin.split_global_flags(list(argv))
+        args = plugin.build_parser().parse_args(rest)
+        try:
+            code = plugin.handler_of(args.handler)(args, fake, lambda: NOW)
+        except plugin.PluginError as error:
+            print(f"error: {error}", file=sys.stderr)
+            code = 1
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return go
+
+
+@pytest.fixture
+def cluster() -> FakeKubectl:
+    """One ScheduledJob ``report`` in ``team-a``, nightly at 02:30 Berlin time, with one dead letter."""
+    return FakeKubectl(copy.deepcopy(scheduled_job(schedule="30 2 * * *", timeZone="Europe/Berlin")))
+
+
+@pytest.fixture
+def new_cluster() -> Callable[..., FakeKubectl]:
+    """``new_cluster({"name": ..., **spec}, ..., operator=True)``: a fake cluster with those ScheduledJobs."""
+
+    def make(*specs: dict[str, Any], operator: bool = True) -> FakeKubectl:
+        objects = [scheduled_job(**spec) for spec in specs]
+        return FakeKubectl(*objects, operator=operator)
+
+    return make
