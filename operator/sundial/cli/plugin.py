@@ -10,6 +10,7 @@ pydantic, so ``--help`` and completion start fast; commands import what they nee
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import subprocess
@@ -171,16 +172,31 @@ def build_parser() -> argparse.ArgumentParser:
     for flag in GLOBAL_FLAGS:
         kubectl.add_argument(*flag.names, dest=flag.dest, metavar=flag.dest.upper(), help=flag.help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    add = functools.partial(_add_command, commands)
+    _add_reading_commands(add)
+    _add_writing_commands(add)
+    return parser
 
-    def add(name: str, handler: str, helptext: str, *, aliases: Sequence[str] = ()) -> argparse.ArgumentParser:
-        description = helptext[:1].upper() + helptext[1:] + "."
-        sub = commands.add_parser(name, aliases=list(aliases), help=helptext, description=description)
-        sub.set_defaults(handler=handler)
-        return sub
 
-    def output(sub: argparse.ArgumentParser, *choices: str, default: str | None = None) -> None:
-        sub.add_argument("-o", "--output", choices=choices, default=default, help="output format")
+_Add = Callable[..., argparse.ArgumentParser]
 
+
+def _add_command(
+    commands: Any, name: str, handler: str, helptext: str, *, aliases: Sequence[str] = ()
+) -> argparse.ArgumentParser:
+    description = helptext[:1].upper() + helptext[1:] + "."
+    sub: argparse.ArgumentParser = commands.add_parser(
+        name, aliases=list(aliases), help=helptext, description=description
+    )
+    sub.set_defaults(handler=handler)
+    return sub
+
+
+def output(sub: argparse.ArgumentParser, *choices: str, default: str | None = None) -> None:
+    sub.add_argument("-o", "--output", choices=choices, default=default, help="output format")
+
+
+def _add_reading_commands(add: _Add) -> None:
     get = add("get", "plugin_commands:cmd_get", "list ScheduledJobs with their next and last runs", aliases=("list",))
     get.add_argument("names", nargs="*", metavar="NAME")
     get.add_argument("-A", "--all-namespaces", action="store_true", help="list across all namespaces")
@@ -197,6 +213,19 @@ def build_parser() -> argparse.ArgumentParser:
     preview.add_argument("--count", type=int, default=5, help="how many run times (default: 5)")
     output(preview, "table", "json", "yaml", default="table")
 
+    version = add(
+        "version",
+        "plugin_versions:cmd_version",
+        "print the plugin's version and, if reachable, the operator's and CRD's",
+    )
+    version.add_argument("--client", action="store_true", help="the plugin's version only")
+    output(version, "json", "yaml")
+
+    completion = add("completion", "plugin_completions:cmd_completion", "print a shell completion script")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
+
+
+def _add_writing_commands(add: _Add) -> None:
     for name, handler, helptext in (
         ("trigger", "plugin_commands:cmd_trigger", "request one run now (annotation sundial.dev/trigger)"),
         (
@@ -231,18 +260,6 @@ def build_parser() -> argparse.ArgumentParser:
         sub = add(name, handler, helptext)
         sub.add_argument("name", metavar="NAME")
         output(sub, "name")
-
-    version = add(
-        "version",
-        "plugin_versions:cmd_version",
-        "print the plugin's version and, if reachable, the operator's and CRD's",
-    )
-    version.add_argument("--client", action="store_true", help="the plugin's version only")
-    output(version, "json", "yaml")
-
-    completion = add("completion", "plugin_completions:cmd_completion", "print a shell completion script")
-    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
-    return parser
 
 
 def _system_now() -> datetime:
