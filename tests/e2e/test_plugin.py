@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from sundial.planner import names
+
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 PLUGIN = Path(sys.executable).with_name("kubectl-sundial")
-LABEL = "sundial.dev/scheduledjob"
+LABEL = names.SCHEDULED_JOB_LABEL
 #: Once a year: nothing runs unless the test asks for it.
 YEARLY = "0 0 1 1 *"
 
@@ -73,7 +75,7 @@ def _jobs(cluster: Cluster, ns: str, owner: str) -> list[dict[str, Any]]:
 
 
 def _trigger(job: dict[str, Any]) -> str:
-    return str(job["metadata"]["annotations"]["sundial.dev/trigger"])
+    return str(job["metadata"]["annotations"][names.TRIGGER_ANNOTATION])
 
 
 def _condition(body: dict[str, Any], kind: str) -> dict[str, Any]:

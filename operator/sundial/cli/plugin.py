@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sundial import schedule
-from sundial.model import ScheduledJob
+from sundial.model import ScheduledJob, resource
+from sundial.planner import names
+from sundial.planner.names import REDRIVE_ANNOTATION, TRIGGER_ANNOTATION
 
-TRIGGER_ANNOTATION = "sundial.dev/trigger"
-REDRIVE_ANNOTATION = "sundial.dev/redrive"
-RESOURCE = "scheduledjobs.sundial.dev"
+RESOURCE = f"{resource.PLURAL}.{resource.GROUP}"
 
 Clock = Callable[[], datetime]
 
@@ -88,9 +88,7 @@ def cmd_trigger(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
         print(f"the operator has not handled the trigger within {args.timeout:.0f}s", file=sys.stderr)
         return 1
     print(
-        kubectl.run(
-            "get", "jobs", "-l", f"sundial.dev/scheduledjob={args.name}", "--sort-by=.metadata.creationTimestamp"
-        ),
+        kubectl.run("get", "jobs", "-l", names.job_selector(args.name), "--sort-by=.metadata.creationTimestamp"),
         end="",
     )
     return 0
@@ -245,8 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
         return sub
 
-    trigger = add("trigger", cmd_trigger, "run once now (annotation sundial.dev/trigger)")
-    redrive = add("redrive", cmd_redrive, "give every dead letter new attempts (annotation sundial.dev/redrive)")
+    trigger = add("trigger", cmd_trigger, f"run once now (annotation {TRIGGER_ANNOTATION})")
+    redrive = add("redrive", cmd_redrive, f"give every dead letter new attempts (annotation {REDRIVE_ANNOTATION})")
     for sub in (trigger, redrive):
         sub.add_argument("--wait", action="store_true", help="wait until the operator handled the request")
         sub.add_argument("--timeout", type=float, default=60.0)

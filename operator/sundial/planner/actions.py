@@ -34,6 +34,15 @@ class EventReason(StrEnum):
     COMPLETED = "Completed"
 
 
+class DeleteReason(StrEnum):
+    """Why a Job is deleted (in the ``SuccessfulDelete`` Event's message)."""
+
+    HISTORY_LIMIT = "HistoryLimit"
+    """Finished and beyond ``successfulJobsHistoryLimit`` / ``failedJobsHistoryLimit``."""
+    REPLACED = "Replaced"
+    """Active when a new run started under ``concurrencyPolicy: Replace``."""
+
+
 @dataclass(frozen=True)
 class CreateJob:
     """Create this Job. AlreadyExists is adopted if owned by the ScheduledJob's UID, else UnexpectedJob."""
@@ -52,7 +61,7 @@ class DeleteJob:
 
     name: str
     uid: str
-    reason: str
+    reason: DeleteReason
 
 
 @dataclass(frozen=True)

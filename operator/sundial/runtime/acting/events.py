@@ -51,8 +51,9 @@ from typing import Any, Protocol
 
 from sundial import model
 from sundial.kube import objects, ratelimits, requests, results
+from sundial.planner.actions import EventType
 from sundial.runtime.fencing import NotActingError
-from sundial.runtime.serving.metrics import Metrics
+from sundial.runtime.serving.metrics import EventResult, Metrics
 from sundial.runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -65,7 +66,6 @@ MAX_SERIES = 16_384
 SHUTDOWN_FLUSH = 2.0
 #: Seconds between two log lines about dropped or failed Events.
 LOG_EVERY = 30.0
-WARNING = "Warning"
 
 #: (namespace, involved object's UID, type, reason)
 SeriesKey = tuple[str, str, str, str]
@@ -200,13 +200,13 @@ class EventRecorder:
             series = self._unsent.get(key)
         if series is not None:
             series.guard = guard
-            self._results.labels(result="aggregated").inc()
+            self._results.labels(result=EventResult.AGGREGATED).inc()
             self._occur(series, message, now)
             if key in self._sent and series.pending == 1:
                 self._schedule(key, series)
             return
         if len(self._unsent) >= self._max_queue:
-            self._results.labels(result="dropped").inc()
+            self._results.labels(result=EventResult.DROPPED).inc()
             self._dropped_log.log(
                 "Event queue full (%d series waiting): dropped %s %s on %s/%s",
                 len(self._unsent),
@@ -219,7 +219,7 @@ class EventRecorder:
         series = _Series(involved=involved, type_=type_, reason=reason, message=message, last=now, guard=guard)
         self._occur(series, message, now)
         self._unsent[key] = series
-        self._creates[type_ == WARNING].append(key)
+        self._creates[type_ == EventType.WARNING].append(key)
         self._wakeup.set()
 
     @staticmethod
@@ -319,7 +319,7 @@ class EventRecorder:
                 instance=self._identity,
             )
         except NotActingError:
-            self._results.labels(result="dropped").inc(count)  # the shard moved on: not ours to write
+            self._results.labels(result=EventResult.DROPPED).inc(count)  # the shard moved on: not ours to write
             return
         except Exception as error:
             self._failed(series, "create", error)
@@ -327,7 +327,7 @@ class EventRecorder:
         finally:  # a failed (or cancelled) create forgets the series: its next occurrence starts a new one
             requests.SEND_GUARD.reset(fence)
             self._unsent.pop(key, None)
-        self._results.labels(result="created").inc()
+        self._results.labels(result=EventResult.CREATED).inc()
         series.name, series.count, series.due = name, count, self._monotonic() + self._interval
         self._sent[key] = series
         self._sent.move_to_end(key)
@@ -336,7 +336,7 @@ class EventRecorder:
         while len(self._sent) > self._max_series:
             _, evicted = self._sent.popitem(last=False)
             if evicted.pending:
-                self._results.labels(result="dropped").inc(evicted.pending)
+                self._results.labels(result=EventResult.DROPPED).inc(evicted.pending)
                 self._dropped_log.log(
                     "Event series cache full (%d): dropped %d pending occurrence(s) of %s on %s/%s",
                     self._max_series,
@@ -363,7 +363,7 @@ class EventRecorder:
             self._restore(series, count, first)  # ``count`` is absolute: sending it again is harmless
             raise
         except NotActingError:
-            self._results.labels(result="dropped").inc(count)  # the shard moved on: not ours to write
+            self._results.labels(result=EventResult.DROPPED).inc(count)  # the shard moved on: not ours to write
             return
         except Exception as error:
             self._restore(series, count, first)  # kept for the next interval, never retried right away
@@ -377,9 +377,9 @@ class EventRecorder:
             self._restore(series, count, first)
             series.name, series.count = "", 0
             self._unsent[key] = series
-            self._creates[series.type_ == WARNING].appendleft(key)
+            self._creates[series.type_ == EventType.WARNING].appendleft(key)
             return
-        self._results.labels(result="patched").inc()
+        self._results.labels(result=EventResult.PATCHED).inc()
         series.count += count
 
     @staticmethod
@@ -388,7 +388,7 @@ class EventRecorder:
         series.first = first or series.first
 
     def _failed(self, series: _Series, verb: str, error: Exception) -> None:
-        self._results.labels(result="failed").inc()
+        self._results.labels(result=EventResult.FAILED).inc()
         self._failed_log.log(
             "could not %s Event %s on %s/%s: %s",
             verb,
