@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from sundial.cli import plugin
-from sundial.model import ScheduledJob
+from sundial.model import ScheduledJob, Trigger
+from sundial.planner import manifests, names
 
 NOW = datetime(2027, 3, 27, 0, 0, tzinfo=UTC)
 
@@ -144,3 +145,24 @@ def test_kubectl_passes_global_flags_through() -> None:
     kubectl = plugin.Kubectl(parse("--kubeconfig", "/k", "--context", "c", "-n", "ns", "describe"))
     assert kubectl.base == ["kubectl", "--kubeconfig=/k", "--context=c"]
     assert kubectl.namespace == "ns"
+
+
+def test_trigger_wait_lists_the_jobs_of_a_long_name_by_the_operators_label_value() -> None:
+    # A ScheduledJob name may be 253 characters; a label value only 63: the operator labels its Jobs with a
+    # shortened, hashed value, and the plugin must select with that same value (not the raw name).
+    name = "nightly-report-for-the-finance-team-" + "x" * 34
+    assert len(name) == 70
+    sj = body(schedule="* * * * *")
+    sj["metadata"]["name"] = name
+    fake = FakeKubectl(sj)
+    args = parse("trigger", name, "--wait", "--timeout", "1")
+    assert plugin.cmd_trigger(args, fake, lambda: NOW) == 0  # type: ignore[arg-type]
+    (listing,) = [call for call in fake.calls if call[:2] == ("get", "jobs")]
+    selector = listing[listing.index("-l") + 1]
+    job = manifests.build_job(
+        obj=ScheduledJob.from_dict(sj), scheduled_time=NOW, attempt=1, trigger=Trigger.MANUAL, fencing_token="0-1"
+    )
+    label = job["metadata"]["labels"][names.SCHEDULED_JOB_LABEL]
+    assert selector == f"{names.SCHEDULED_JOB_LABEL}={label}"
+    assert label != name
+    assert len(label) <= names.MAX_LABEL_LENGTH

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -22,14 +23,27 @@ from typing import Any
 import pytest
 import yaml
 
+from sundial.model import resource
+from sundial.model.enums import (
+    CompleteReason,
+    ConditionReason,
+    ConditionStatus,
+    ConditionType,
+    DeadLetterReason,
+    Trigger,
+)
+from sundial.planner import names
+
 ROOT = Path(__file__).resolve().parents[3]
 ARGOCD = ROOT / "config" / "argocd"
-GROUP_KIND = "sundial.dev_ScheduledJob"
+GROUP_KIND = f"{resource.GROUP}_{resource.KIND}"
 HEALTH_KEY = f"resource.customizations.health.{GROUP_KIND}"
 ACTIONS_KEY = f"resource.customizations.actions.{GROUP_KIND}"
 IGNORE_UPDATES_KEY = f"resource.customizations.ignoreResourceUpdates.{GROUP_KIND}"
 IGNORE_DIFFERENCES_KEY = f"resource.customizations.ignoreDifferences.{GROUP_KIND}"
-ACTIONS = ("trigger", "redrive")
+#: Each resource action and the token annotation it sets.
+ACTION_ANNOTATIONS = {"trigger": names.TRIGGER_ANNOTATION, "redrive": names.REDRIVE_ANNOTATION}
+ACTIONS = tuple(ACTION_ANNOTATIONS)
 NOW = 1_800_000_000  # 2027-01-15T08:00:00Z: the sandbox's clock for os.time / os.date
 NOW_TOKEN = "2027-01-15T08:00:00Z"
 
@@ -81,9 +95,7 @@ PATCH_TAIL = """\
   # The trigger/redrive token annotations are requests, not desired state: never show them as drift.
   resource.customizations.ignoreDifferences.sundial.dev_ScheduledJob: |
     jsonPointers:
-      - /metadata/annotations/sundial.dev~1trigger
-      - /metadata/annotations/sundial.dev~1redrive
-"""
+""" + "".join(f"      - /metadata/annotations/{key.replace('/', '~1')}\n" for key in names.TOKEN_ANNOTATIONS)
 
 
 def render_patch() -> str:
@@ -145,7 +157,8 @@ def run_lua() -> Callable[[str, dict[str, Any]], Any]:
         return {k: to_python(v) for k, v in items.items()}
 
     def run(script: str, obj: dict[str, Any]) -> Any:
-        return to_python(sandbox(script, runtime.table_from(copy.deepcopy(obj), recursive=True), NOW))
+        plain = json.loads(json.dumps(obj))  # enum members (the vocabulary's constants) become plain strings
+        return to_python(sandbox(script, runtime.table_from(plain, recursive=True), NOW))
 
     return run
 
@@ -168,8 +181,8 @@ def scheduled_job(
     *, status: dict[str, Any] | None, generation: int = 2, suspend: bool = False, **spec: Any
 ) -> dict[str, Any]:
     obj: dict[str, Any] = {
-        "apiVersion": "sundial.dev/v1alpha1",
-        "kind": "ScheduledJob",
+        "apiVersion": names.API_VERSION,
+        "kind": resource.KIND,
         "metadata": {"name": "nightly-report", "namespace": "team-a", "generation": generation},
         "spec": {"schedule": "30 2 * * *", "suspend": suspend, "jobTemplate": {"spec": {}}, **spec},
     }
@@ -182,9 +195,11 @@ def ready_status(**extra: Any) -> dict[str, Any]:
     return {
         "observedGeneration": 2,
         "conditions": [
-            condition("Ready", "True", "Scheduled", "next run at 2027-01-16T01:30:00Z"),
-            condition("Suspended", "False", "NotSuspended"),
-            condition("DeadLettered", "False", "NoDeadLetters"),
+            condition(
+                ConditionType.READY, ConditionStatus.TRUE, ConditionReason.SCHEDULED, "next run at 2027-01-16T01:30:00Z"
+            ),
+            condition(ConditionType.SUSPENDED, ConditionStatus.FALSE, ConditionReason.NOT_SUSPENDED),
+            condition(ConditionType.DEAD_LETTERED, ConditionStatus.FALSE, ConditionReason.NO_DEAD_LETTERS),
         ],
         "nextScheduleTime": "2027-01-16T01:30:00Z",
         "lastScheduleTime": "2027-01-15T01:30:00Z",
@@ -199,9 +214,9 @@ DEAD_LETTER = {
     "scheduledTime": "2027-01-14T01:30:00Z",
     "attempts": 3,
     "lastJob": "nightly-report-28930170-3",
-    "reason": "MaxAttemptsExceeded",
+    "reason": DeadLetterReason.MAX_ATTEMPTS_EXCEEDED,
     "message": "Job failed: BackoffLimitExceeded",
-    "trigger": "schedule",
+    "trigger": Trigger.SCHEDULE,
     "deadLetteredAt": "2027-01-14T02:40:00Z",
 }
 
@@ -402,7 +417,7 @@ def test_an_action_sets_a_new_token_annotation_and_nothing_else(
 ) -> None:
     before = scheduled_job(status=ready_status(deadLetters=[DEAD_LETTER]))
     after = run_lua(lua_file(f"actions/{action}/action.lua"), before)
-    assert after["metadata"]["annotations"] == {f"sundial.dev/{action}": NOW_TOKEN}
+    assert after["metadata"]["annotations"] == {ACTION_ANNOTATIONS[action]: NOW_TOKEN}
     del after["metadata"]["annotations"]
     assert after["spec"] == {k: v for k, v in before["spec"].items() if v is not None}
     assert after["metadata"] == before["metadata"]
@@ -413,7 +428,7 @@ def test_an_action_sets_a_new_token_annotation_and_nothing_else(
 def test_an_action_keeps_other_annotations_and_never_repeats_a_token(
     run_lua: Callable[[str, dict[str, Any]], Any], action: str
 ) -> None:
-    key = f"sundial.dev/{action}"
+    key = ACTION_ANNOTATIONS[action]
     obj = scheduled_job(status=ready_status())
     obj["metadata"]["annotations"] = {"team": "a", key: NOW_TOKEN}
     first = run_lua(lua_file(f"actions/{action}/action.lua"), obj)["metadata"]["annotations"]
@@ -442,6 +457,47 @@ def test_scripts_use_no_library_that_argo_cd_does_not_open(relative: str) -> Non
         assert 'local os = require("os")' in code, "Argo CD exposes the safe os library through require"
 
 
+# --- the scripts speak the operator's vocabulary ------------------------------------------------------
+
+
+def lua_strings(relative: str) -> set[str]:
+    """The string literals of a Lua file, comments left out."""
+    code = "\n".join(line.split("--", 1)[0] for line in lua_file(relative).splitlines())
+    return set(re.findall(r'"([^"]*)"', code))
+
+
+def test_the_actions_set_exactly_the_operators_token_annotations() -> None:
+    for action, annotation in ACTION_ANNOTATIONS.items():
+        keys = {text for text in lua_strings(f"actions/{action}/action.lua") if "/" in text}
+        assert keys == {annotation}, action
+    assert set(ACTION_ANNOTATIONS.values()) == set(names.TOKEN_ANNOTATIONS)
+
+
+def test_the_health_check_reads_the_operators_condition_types_and_reasons() -> None:
+    code = lua_file("health.lua")
+    kinds = set(re.findall(r'condition\(status, "(\w+)"\)', code))
+    assert kinds == set(ConditionType)
+    (degraded,) = re.findall(r"DEGRADED_REASONS = \{([^}]*)\}", code)
+    # Degraded is for a wrong spec only: the two reasons of Ready=False the planner writes for one.
+    assert set(re.findall(r"(\w+) = true", degraded)) == {
+        ConditionReason.INVALID_SPEC,
+        ConditionReason.INVALID_SCHEDULE,
+    }
+    statuses = set(re.findall(r'\.status [=~]= "(\w+)"', code))
+    assert statuses == {ConditionStatus.TRUE, ConditionStatus.FALSE}
+
+
+def test_the_health_fixtures_use_only_the_operators_vocabulary() -> None:
+    reasons = {*ConditionReason, *DeadLetterReason, *CompleteReason}
+    for case, (obj, _, _) in HEALTH_CASES.items():
+        for found in (obj.get("status") or {}).get("conditions") or []:
+            assert found["type"] in set(ConditionType), case
+            assert found["status"] in set(ConditionStatus), case
+            assert found["reason"] in reasons, case
+        for letter in (obj.get("status") or {}).get("deadLetters") or []:
+            assert letter["reason"] in set(DeadLetterReason), case
+
+
 # --- argocd-cm patch, kustomize Component, Application ---------------------------------------------
 
 
@@ -467,7 +523,10 @@ def test_the_argocd_cm_patch_parses_as_argo_cd_reads_it() -> None:
         ignored["jsonPointers"]
     )
     differences = yaml.safe_load(data[IGNORE_DIFFERENCES_KEY])
-    assert set(differences["jsonPointers"]) == {f"/metadata/annotations/sundial.dev~1{a}" for a in ACTIONS}
+    assert differences["jsonPointers"] == [
+        "/metadata/annotations/sundial.dev~1trigger",
+        "/metadata/annotations/sundial.dev~1redrive",
+    ]
 
 
 def test_the_kustomize_component_patches_an_existing_argocd_cm(tmp_path: Path) -> None:
