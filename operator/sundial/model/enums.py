@@ -54,8 +54,7 @@ class ConditionType(StrEnum):
     """The ``metav1.Condition`` types a ScheduledJob carries."""
 
     READY = "Ready"
-    """The summary: False only for an invalid spec (reason :attr:`ConditionReason.INVALID_SPEC` or
-    :attr:`ConditionReason.INVALID_SCHEDULE`)."""
+    """The summary: False only for an invalid spec (reason ``InvalidSpec`` or ``InvalidSchedule``)."""
     SUSPENDED = "Suspended"
     """True while ``spec.suspend`` is set or the dead-letter circuit is open."""
     DEAD_LETTERED = "DeadLettered"

@@ -1,6 +1,7 @@
 """Every label, annotation and environment variable name Sundial puts on Jobs and reads from ScheduledJobs.
 
-Keys live here, in one place, so the manifest builder, the planner and the runtime agree (DESIGN §1, §5).
+Keys live here, in one place, so the manifest builder, the planner, the runtime and the kubectl plugin agree
+(DESIGN §1, §5); docs/reference.md lists them from their docstrings (tools/gen-field-reference.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ PREFIX: Final = f"{GROUP}/"
 
 # Labels on Jobs and their pod templates.
 SCHEDULED_JOB_LABEL: Final = "sundial.dev/scheduledjob"
-"""The owning ScheduledJob's name (see :func:`scheduled_job_label_value` for names over 63 characters)."""
+"""The owning ScheduledJob's name; a name over 63 characters becomes at most its first 57 characters (lowercased,
+other characters than ``[a-z0-9-]`` as ``-``), ``-`` and 5 hex digits of its SHA-256."""
 
 # Annotations on Jobs and their pod templates.
 SCHEDULED_TIME_ANNOTATION: Final = "sundial.dev/scheduled-time"
@@ -35,7 +37,8 @@ FENCING_TOKEN_ANNOTATION: Final = "sundial.dev/fencing-token"
 # Token annotations on the ScheduledJob (DESIGN §5, the Flux ``requestedAt`` pattern).
 TRIGGER_ANNOTATION: Final = "sundial.dev/trigger"
 """On a ScheduledJob: a new value requests one manual run now (echoed in ``status.lastHandledTrigger``).
-On a Job: why it was created, a :class:`sundial.model.enums.Trigger` (schedule, catch-up, retry, manual, redrive)."""
+On a Job: why it was created, a :class:`sundial.model.enums.Trigger` (``schedule``, ``catch-up``, ``retry``,
+``manual`` or ``redrive``)."""
 REDRIVE_ANNOTATION: Final = "sundial.dev/redrive"
 """A new value redrives every current dead letter (echoed in ``status.lastHandledRedrive``)."""
 
@@ -52,13 +55,13 @@ TOKEN_ANNOTATIONS: Final = (TRIGGER_ANNOTATION, REDRIVE_ANNOTATION)
 
 # Environment variables injected into every container and init container of a run.
 SCHEDULED_TIME_ENV: Final = "SUNDIAL_SCHEDULED_TIME"
-"""The value of :data:`SCHEDULED_TIME_ANNOTATION`."""
+"""The same value as the ``sundial.dev/scheduled-time`` annotation."""
 ATTEMPT_ENV: Final = "SUNDIAL_ATTEMPT"
-"""The value of :data:`ATTEMPT_ANNOTATION`."""
+"""The same value as the ``sundial.dev/attempt`` annotation."""
 IDEMPOTENCY_KEY_ENV: Final = "SUNDIAL_IDEMPOTENCY_KEY"
-"""The value of :data:`IDEMPOTENCY_KEY_ANNOTATION`."""
+"""The same value as the ``sundial.dev/idempotency-key`` annotation."""
 FENCING_TOKEN_ENV: Final = "SUNDIAL_FENCING_TOKEN"
-"""The value of :data:`FENCING_TOKEN_ANNOTATION`."""
+"""The same value as the ``sundial.dev/fencing-token`` annotation."""
 
 MAX_LABEL_LENGTH: Final = 63
 """Longest DNS-1123 label, and longest label value."""
@@ -92,8 +95,8 @@ def scheduled_job_label_value(name: str) -> str:
     """Value of :data:`SCHEDULED_JOB_LABEL` for a ScheduledJob named ``name``.
 
     The name itself when it is a valid label value (at most 63 characters, which covers every name
-    that is also a DNS label); otherwise :func:`dns_label_prefix` of it. The runtime must select Jobs
-    with this same function.
+    that is also a DNS label); otherwise :func:`dns_label_prefix` of it. Whoever selects a ScheduledJob's
+    Jobs by name (the kubectl plugin) must use this same function, through :func:`job_selector`.
     """
     return dns_label_prefix(name, room=MAX_LABEL_LENGTH) if len(name) > MAX_LABEL_LENGTH else name
 
