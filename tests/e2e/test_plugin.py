@@ -102,6 +102,20 @@ def test_trigger_wait_creates_a_manual_run_and_prints_its_job(cluster: Cluster, 
     assert "NAME" in result.stdout
 
 
+def test_trigger_wait_prints_the_job_of_a_name_longer_than_a_label_value(cluster: Cluster, ns: str) -> None:
+    # Over 63 characters the operator labels the Jobs with a shortened, hashed value: the plugin must find them.
+    name = "nightly-report-for-the-finance-team-" + "x" * 34
+    cluster.apply(_sj(name, cluster.job_manifest("x"), schedule=YEARLY), ns)
+    cluster.wait_for(lambda: _condition(_get(cluster, ns, name), "Ready"), timeout=20, message="Ready")
+
+    result = plugin(cluster, "trigger", name, "-n", ns, "--wait", "--timeout", "30")
+
+    listing = cluster.get_json("jobs", "-n", ns, "-l", names.job_selector(name)) or {}
+    (job,) = listing.get("items", [])
+    assert job["metadata"]["labels"][LABEL] != name
+    assert job["metadata"]["name"] in result.stdout, result.stdout
+
+
 def test_redrive_wait_gives_a_dead_letter_a_new_attempt(cluster: Cluster, ns: str) -> None:
     spec = {"retry": {"maxAttempts": 1}, "failedJobsHistoryLimit": 5}
     cluster.apply(_sj("flaky", cluster.job_manifest("x", fail=True), runAt=_rfc_in(1), **spec), ns)
