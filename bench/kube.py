@@ -212,7 +212,7 @@ def job_spec(*, duration: str | None = None) -> dict[str, Any]:
 
 def scheduled_job(name: str, schedule: str, contender: str = "sundial") -> dict[str, Any]:
     return {
-        "apiVersion": "sundial.dev/v1alpha1",
+        "apiVersion": names.API_VERSION,
         "kind": "ScheduledJob",
         "metadata": {"name": name, "labels": {CONTENDER_LABEL: contender}},
         "spec": {
