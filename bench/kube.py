@@ -15,9 +15,11 @@ from typing import Any
 import aiohttp
 import yaml
 
+from sundial.planner import names
+
 IMAGE = "busybox:1.37"
 NOMINAL_ANNOTATION = "bench.sundial.dev/nominal"
-SUNDIAL_SCHEDULED = "sundial.dev/scheduled-time"
+SUNDIAL_SCHEDULED = names.SCHEDULED_TIME_ANNOTATION
 CRONJOB_SCHEDULED = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 CONTENDER_LABEL = "bench.sundial.dev/contender"
 
@@ -210,7 +212,7 @@ def job_spec(*, duration: str | None = None) -> dict[str, Any]:
 
 def scheduled_job(name: str, schedule: str, contender: str = "sundial") -> dict[str, Any]:
     return {
-        "apiVersion": "sundial.dev/v1alpha1",
+        "apiVersion": names.API_VERSION,
         "kind": "ScheduledJob",
         "metadata": {"name": name, "labels": {CONTENDER_LABEL: contender}},
         "spec": {

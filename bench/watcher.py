@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bench.kube import CRONJOB_SCHEDULED, NOMINAL_ANNOTATION, SUNDIAL_SCHEDULED, credentials
-
-FENCING = "sundial.dev/fencing-token"
+from sundial.planner import names
 
 
 def _record(job: dict[str, Any], received: float, via: str) -> dict[str, Any]:
@@ -38,7 +37,7 @@ def _record(job: dict[str, Any], received: float, via: str) -> dict[str, Any]:
         "nominal": nominal,
         "owner_kind": owners[0].get("kind"),
         "owner": owners[0].get("name"),
-        "fencing": annotations.get(FENCING),
+        "fencing": annotations.get(names.FENCING_TOKEN_ANNOTATION),
     }
 
 

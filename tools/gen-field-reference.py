@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Write docs/reference.md, the ScheduledJob field reference, from the CRD's own descriptions.
+"""Write docs/reference.md, the ScheduledJob field reference, from the CRD and the operator's own vocabulary.
 
-The single source is crds/sundial.dev_scheduledjobs.yaml: every field's description, type, default,
+Fields: the single source is crds/sundial.dev_scheduledjobs.yaml: every field's description, type, default,
 limits and CEL rules come from its OpenAPI schema, so the reference cannot drift from what the API server
-enforces. tests/unit/docs/test_reference.py fails while docs/reference.md is stale.
+enforces. Labels, annotations, environment variables, condition types and reasons, dead-letter reasons and
+Event reasons: the constants and enums of sundial.planner.names, sundial.model.enums and
+sundial.planner.actions, described by their docstrings, so the reference says what the operator writes.
+tests/unit/docs/test_reference.py fails while docs/reference.md is stale.
 
     python tools/gen-field-reference.py           # rewrite docs/reference.md
     python tools/gen-field-reference.py --check   # exit 1 if it is stale
@@ -12,14 +15,24 @@ enforces. tests/unit/docs/test_reference.py fails while docs/reference.md is sta
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
 import json
+import re
 import sys
+from enum import StrEnum
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "operator"))  # this checkout's sundial, installed or not
+
+from sundial.model import enums  # noqa: E402
+from sundial.planner import actions, names  # noqa: E402
+
 CRD = ROOT / "crds" / "sundial.dev_scheduledjobs.yaml"
 OUTPUT = ROOT / "docs" / "reference.md"
 #: Subtrees documented by reference, not field by field (the embedded Kubernetes type).
@@ -84,6 +97,103 @@ def rows(node: dict[str, Any], path: str, required: set[str]) -> list[str]:
     return out
 
 
+def docstrings(module: ModuleType) -> dict[str, str]:
+    """Attribute docstrings (the string right after an assignment) of a module, as ``NAME`` or ``Class.NAME``."""
+    found: dict[str, str] = {}
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for statement, following in zip(body, [*body[1:], None], strict=True):
+            if isinstance(statement, ast.ClassDef):
+                walk(statement.body, f"{statement.name}.")
+            target = statement.targets[0] if isinstance(statement, ast.Assign) else getattr(statement, "target", None)
+            text = (
+                following.value.value
+                if isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+                else None
+            )
+            if isinstance(target, ast.Name) and isinstance(text, str):
+                found[prefix + target.id] = _markdown(text)
+
+    walk(ast.parse(inspect.getsource(module)).body, "")
+    return found
+
+
+def _markdown(text: str) -> str:
+    """A reST docstring as one Markdown table cell: ``code`` and :role:`a.b.Name` become `code` and `Name`."""
+    text = re.sub(r":\w+:`~?(?:[\w.]+\.)?(\w+)`", r"`\1`", " ".join(text.split()))
+    return _cell(text.replace("``", "`"))
+
+
+def _members(kind: type[StrEnum], described: dict[str, str]) -> list[str]:
+    return [f"| `{member.value}` | {described.get(f'{kind.__name__}.{member.name}', '')} |" for member in kind]
+
+
+def vocabulary() -> list[str]:
+    """The labels, annotations, environment variables, conditions and Events the operator writes."""
+    keys, states, events = docstrings(names), docstrings(enums), docstrings(actions)
+    on_jobs = "Job and its pod template"
+    placed = [
+        (names.SCHEDULED_JOB_LABEL, "label", on_jobs, "SCHEDULED_JOB_LABEL"),
+        *((key, "annotation", on_jobs, name) for name, key in vars(names).items() if key in names.JOB_ANNOTATIONS),
+        (names.REDRIVE_ANNOTATION, "annotation", "ScheduledJob", "REDRIVE_ANNOTATION"),
+        *((value, "environment variable", "every container of a run", name)
+          for name, value in vars(names).items() if name.endswith("_ENV")),
+    ]  # fmt: skip
+    where = {names.TRIGGER_ANNOTATION: "ScheduledJob; Job and its pod template"}
+    lines = [
+        "## Labels, annotations and environment variables",
+        "",
+        f"Every key Sundial owns starts with `{names.PREFIX}`; the token annotations are requests (set a new value to "
+        "ask again), the others are written by the operator.",
+        "",
+        "| name | kind | on | meaning |",
+        "|---|---|---|---|",
+        *(f"| `{key}` | {kind} | {where.get(key, on)} | {keys.get(name, '')} |" for key, kind, on, name in placed),
+        "",
+        "## Conditions",
+        "",
+        "| type | meaning |",
+        "|---|---|",
+        *_members(enums.ConditionType, states),
+        "",
+        "Reasons (`DeadLettered=True` carries a dead-letter reason, `Complete=True` a completion reason):",
+        "",
+        "| reason | meaning |",
+        "|---|---|",
+        *_members(enums.ConditionReason, states),
+        "",
+        "Completion reasons (`Complete=True` of one-offs):",
+        "",
+        "| reason | meaning |",
+        "|---|---|",
+        *_members(enums.CompleteReason, states),
+        "",
+        "## Dead-letter reasons",
+        "",
+        "| reason | meaning |",
+        "|---|---|",
+        *_members(enums.DeadLetterReason, states),
+        "",
+        "## Events",
+        "",
+        "Reasons of the core/v1 Events on a ScheduledJob (see [api.md](api.md#events) for series and rate limits):",
+        "",
+        "| reason | type and meaning |",
+        "|---|---|",
+        *_members(actions.EventReason, events),
+        "",
+        "## Triggers",
+        "",
+        f"Values of `{names.TRIGGER_ANNOTATION}` on a Job and of `trigger` in the status lists:",
+        "",
+        "| trigger | meaning |",
+        "|---|---|",
+        *_members(enums.Trigger, states),
+        "",
+    ]
+    return lines
+
+
 def render() -> str:
     crd = yaml.safe_load(CRD.read_text())
     names = crd["spec"]["names"]
@@ -114,6 +224,7 @@ def render() -> str:
                 *rows(node, part, set(node.get("required") or [])),
                 "",
             ]
+    lines += vocabulary()
     return "\n".join(lines)
 
 

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
+from sundial.planner import names
+
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, Operator, OperatorLauncher
 
@@ -41,7 +43,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "sundial"
-LABEL = "sundial.dev/scheduledjob"
+LABEL = names.SCHEDULED_JOB_LABEL
 FORBIDDEN = re.compile(r"forbidden", re.IGNORECASE)
 REFUSED_REQUESTS = re.compile(r'^sundial_api_requests_total\{[^}]*code="403"[^}]*\}\s+([0-9.e+]+)', re.MULTILINE)
 
@@ -279,7 +281,7 @@ def scenario(cluster: Cluster, ns: str, operator: Operator, *, full: bool = True
         timeout=60,
         message="the failing run dead-lettered after its retry",
     )
-    attempts = {j["metadata"]["annotations"]["sundial.dev/attempt"] for j in _jobs(cluster, ns, "failing")}
+    attempts = {j["metadata"]["annotations"][names.ATTEMPT_ANNOTATION] for j in _jobs(cluster, ns, "failing")}
     assert attempts == {"1", "2"}, attempts
     assert failing["status"]["deadLetters"]
     cluster.wait_for(

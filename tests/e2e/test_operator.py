@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from sundial.planner import names
+
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
-LABEL = "sundial.dev/scheduledjob"
+LABEL = names.SCHEDULED_JOB_LABEL
 
 
 @pytest.fixture(scope="module")
@@ -122,19 +124,19 @@ def test_cron_every_five_seconds_creates_contract_jobs(operator: Operator, clust
         assert meta["labels"][LABEL] == "every5"
         assert meta["labels"]["team"] == "e2e"
         annotations = meta["annotations"]
-        scheduled = dt.datetime.fromisoformat(annotations["sundial.dev/scheduled-time"].replace("Z", "+00:00"))
+        scheduled = dt.datetime.fromisoformat(annotations[names.SCHEDULED_TIME_ANNOTATION].replace("Z", "+00:00"))
         assert scheduled.second % 5 == 0
-        assert annotations["sundial.dev/attempt"] == "1"
-        assert annotations["sundial.dev/trigger"] == "schedule"
-        assert annotations["sundial.dev/idempotency-key"]
-        assert annotations["sundial.dev/fencing-token"].startswith("0-")
+        assert annotations[names.ATTEMPT_ANNOTATION] == "1"
+        assert annotations[names.TRIGGER_ANNOTATION] == "schedule"
+        assert annotations[names.IDEMPOTENCY_KEY_ANNOTATION]
+        assert annotations[names.FENCING_TOKEN_ANNOTATION].startswith("0-")
         owners = [ref for ref in meta["ownerReferences"] if ref.get("controller")]
         assert [(ref["kind"], ref["name"], ref["uid"]) for ref in owners] == [("ScheduledJob", "every5", uid)]
         env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
-        assert env["SUNDIAL_SCHEDULED_TIME"] == annotations["sundial.dev/scheduled-time"]
+        assert env["SUNDIAL_SCHEDULED_TIME"] == annotations[names.SCHEDULED_TIME_ANNOTATION]
         assert env["SUNDIAL_ATTEMPT"] == "1"
-        assert env["SUNDIAL_IDEMPOTENCY_KEY"] == annotations["sundial.dev/idempotency-key"]
-        assert env["SUNDIAL_FENCING_TOKEN"] == annotations["sundial.dev/fencing-token"]
+        assert env["SUNDIAL_IDEMPOTENCY_KEY"] == annotations[names.IDEMPOTENCY_KEY_ANNOTATION]
+        assert env["SUNDIAL_FENCING_TOKEN"] == annotations[names.FENCING_TOKEN_ANNOTATION]
 
     sj = cluster.wait_for(
         lambda: (
@@ -186,11 +188,11 @@ def test_failing_run_is_retried_then_dead_lettered(operator: Operator, cluster: 
         message="a dead letter after two failed attempts",
     )
     jobs = _jobs(cluster, namespace, "flaky")
-    attempts = sorted(job["metadata"]["annotations"]["sundial.dev/attempt"] for job in jobs)
+    attempts = sorted(job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION] for job in jobs)
     assert attempts == ["1", "2"], [job["metadata"]["name"] for job in jobs]
-    retry = next(job for job in jobs if job["metadata"]["annotations"]["sundial.dev/attempt"] == "2")
-    assert retry["metadata"]["annotations"]["sundial.dev/trigger"] == "retry"
-    assert len({job["metadata"]["annotations"]["sundial.dev/idempotency-key"] for job in jobs}) == 1
+    retry = next(job for job in jobs if job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION] == "2")
+    assert retry["metadata"]["annotations"][names.TRIGGER_ANNOTATION] == "retry"
+    assert len({job["metadata"]["annotations"][names.IDEMPOTENCY_KEY_ANNOTATION] for job in jobs}) == 1
     [letter] = sj["status"]["deadLetters"]
     assert letter["reason"] == "MaxAttemptsExceeded"
     assert letter["attempts"] == 2
@@ -252,7 +254,7 @@ def test_trigger_annotation_starts_a_manual_run(operator: Operator, cluster: Clu
     [job] = cluster.wait_for(
         lambda: _jobs(cluster, namespace, "manual"), timeout=20, message="a manually triggered Job"
     )
-    assert job["metadata"]["annotations"]["sundial.dev/trigger"] == "manual"
+    assert job["metadata"]["annotations"][names.TRIGGER_ANNOTATION] == "manual"
     cluster.wait_for(
         lambda: (_sj(cluster, namespace, "manual").get("status") or {}).get("lastHandledTrigger") == "token-1",
         timeout=20,

@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
+from sundial.planner import names
+
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
 T = TypeVar("T")
-LABEL = "sundial.dev/scheduledjob"
+LABEL = names.SCHEDULED_JOB_LABEL
 PERIOD = 3
 OUTAGE_RUNS = 5
 #: MissedSchedule Events are one series per object whose count grows: written at most once a second here.
@@ -42,7 +44,7 @@ def _now() -> dt.datetime:
 
 def _jobs(cluster: Cluster, ns: str, owner: str) -> dict[dt.datetime, dict[str, Any]]:
     listing = cluster.get_json("jobs", "-n", ns, "-l", f"{LABEL}={owner}") or {}
-    return {_parse(job["metadata"]["annotations"]["sundial.dev/scheduled-time"]): job for job in listing["items"]}
+    return {_parse(job["metadata"]["annotations"][names.SCHEDULED_TIME_ANNOTATION]): job for job in listing["items"]}
 
 
 def _status(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
@@ -139,7 +141,7 @@ def test_catch_up_after_the_operator_was_stopped(
         timeout=30,
         message="All/maxRuns 2: the two oldest outage runs",
     )
-    assert [jobs[t]["metadata"]["annotations"]["sundial.dev/trigger"] for t in oldest] == ["catch-up", "catch-up"]
+    assert [jobs[t]["metadata"]["annotations"][names.TRIGGER_ANNOTATION] for t in oldest] == ["catch-up", "catch-up"]
     assert [t for t in outage["all-two"][2:] if t in jobs] == []
     cluster.wait_for(
         lambda: _missed(cluster, ns, "all-two") >= missed_before["all-two"] + len(outage["all-two"]) - 2,

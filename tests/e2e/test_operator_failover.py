@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from sundial.planner import names
+
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, Operator, OperatorLauncher
 
@@ -68,7 +70,7 @@ def test_standby_takes_over_from_a_killed_leader_without_duplicate_runs(
         lambda: len(_jobs(cluster, namespace)) >= before + 2, timeout=30, message="runs under the new leader"
     )
     jobs = _jobs(cluster, namespace)
-    runs = [job["metadata"]["annotations"]["sundial.dev/scheduled-time"] for job in jobs]
+    runs = [job["metadata"]["annotations"][names.SCHEDULED_TIME_ANNOTATION] for job in jobs]
     assert len(runs) == len(set(runs)), sorted(runs)
-    tokens = {job["metadata"]["annotations"]["sundial.dev/fencing-token"] for job in jobs}
+    tokens = {job["metadata"]["annotations"][names.FENCING_TOKEN_ANNOTATION] for job in jobs}
     assert f"0-{transitions + 1}" in tokens

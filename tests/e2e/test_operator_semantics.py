@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from sundial import schedule
+from sundial.planner import names
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 T = TypeVar("T")
-LABEL = "sundial.dev/scheduledjob"
-SCHEDULED = "sundial.dev/scheduled-time"
+LABEL = names.SCHEDULED_JOB_LABEL
+SCHEDULED = names.SCHEDULED_TIME_ANNOTATION
 
 
 @pytest.fixture(scope="module")
@@ -92,11 +93,11 @@ def _nominal(job: dict[str, Any]) -> dt.datetime:
 
 
 def _attempt(job: dict[str, Any]) -> int:
-    return int(job["metadata"]["annotations"]["sundial.dev/attempt"])
+    return int(job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION])
 
 
 def _trigger(job: dict[str, Any]) -> str:
-    return str(job["metadata"]["annotations"]["sundial.dev/trigger"])
+    return str(job["metadata"]["annotations"][names.TRIGGER_ANNOTATION])
 
 
 def _created(job: dict[str, Any]) -> dt.datetime:
@@ -328,7 +329,7 @@ def test_deleting_a_running_job_is_job_lost_and_retried(cluster: Cluster, ns: st
     )
     assert _trigger(retry) == "retry"
     assert _nominal(retry) == _nominal(job)
-    key = "sundial.dev/idempotency-key"
+    key = names.IDEMPOTENCY_KEY_ANNOTATION
     assert retry["metadata"]["annotations"][key] == job["metadata"]["annotations"][key]
     _wait_reasons(cluster, ns, "lost", "JobLost", "Retrying")
     assert _counter(cluster, ns, "lost", "failed") >= 1
@@ -348,7 +349,7 @@ def test_redrive_token_gives_a_dead_letter_a_new_attempt(cluster: Cluster, ns: s
     )
     assert _attempt(again) == 2
     assert _nominal(again) == _nominal(first)
-    key = "sundial.dev/idempotency-key"
+    key = names.IDEMPOTENCY_KEY_ANNOTATION
     assert again["metadata"]["annotations"][key] == first["metadata"]["annotations"][key]
     cluster.wait_for(
         lambda: _status(cluster, ns, "redriven").get("lastHandledRedrive") == "token-1",

@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
+from sundial.planner import names
+
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 PLUGIN = Path(sys.executable).with_name("kubectl-sundial")
-LABEL = "sundial.dev/scheduledjob"
+LABEL = names.SCHEDULED_JOB_LABEL
 #: Once a year: nothing runs unless the test asks for it.
 YEARLY = "0 0 1 1 *"
 
@@ -74,7 +76,7 @@ def _jobs(cluster: Cluster, ns: str, owner: str) -> list[dict[str, Any]]:
 
 
 def _trigger(job: dict[str, Any]) -> str:
-    return str(job["metadata"]["annotations"]["sundial.dev/trigger"])
+    return str(job["metadata"]["annotations"][names.TRIGGER_ANNOTATION])
 
 
 def _condition(body: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -99,6 +101,20 @@ def test_trigger_wait_creates_a_manual_run_and_prints_its_job(cluster: Cluster, 
     assert _get(cluster, ns, "nightly")["status"]["lastHandledTrigger"] == token.group(1)
     assert job["metadata"]["name"] in result.stdout, "the Job is printed"
     assert "NAME" in result.stdout
+
+
+def test_trigger_wait_prints_the_job_of_a_name_longer_than_a_label_value(cluster: Cluster, ns: str) -> None:
+    # Over 63 characters the operator labels the Jobs with a shortened, hashed value: the plugin must find them.
+    name = "nightly-report-for-the-finance-team-" + "x" * 34
+    cluster.apply(_sj(name, cluster.job_manifest("x"), schedule=YEARLY), ns)
+    cluster.wait_for(lambda: _condition(_get(cluster, ns, name), "Ready"), timeout=20, message="Ready")
+
+    result = plugin(cluster, "trigger", name, "-n", ns, "--wait", "--timeout", "30")
+
+    listing = cluster.get_json("jobs", "-n", ns, "-l", names.job_selector(name)) or {}
+    (job,) = listing.get("items", [])
+    assert job["metadata"]["labels"][LABEL] != name
+    assert job["metadata"]["name"] in result.stdout, result.stdout
 
 
 def test_redrive_wait_gives_a_dead_letter_a_new_attempt(cluster: Cluster, ns: str) -> None:

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from sundial.planner import names
+
 if TYPE_CHECKING:
     from tests.e2e.conftest import AdmissionWebhookLauncher, Cluster, Operator
 
@@ -37,8 +39,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(540)]
 HEALTHY = 100
 PERIODS = (5, 10)  # seconds; object i fires every PERIODS[i % 2] seconds
 WINDOW = 30.0  # seconds of each measured phase
-LABEL = "sundial.dev/scheduledjob"
-SCHEDULED_TIME = "sundial.dev/scheduled-time"
+LABEL = names.SCHEDULED_JOB_LABEL
+SCHEDULED_TIME = names.SCHEDULED_TIME_ANNOTATION
 POISON = "poison"
 
 

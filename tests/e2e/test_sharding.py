@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from sundial.planner import names
 from sundial.runtime.fencing import shard_of
 
 if TYPE_CHECKING:
@@ -115,9 +116,9 @@ def _first_attempts(jobs: Sequence[Mapping[str, Any]]) -> dict[str, Counter[date
     runs: dict[str, Counter[datetime]] = defaultdict(Counter)
     for job in jobs:
         annotations = job["metadata"].get("annotations") or {}
-        if annotations.get("sundial.dev/attempt") == "1" and annotations.get("sundial.dev/trigger") != "manual":
-            owner = job["metadata"]["labels"]["sundial.dev/scheduledjob"]
-            runs[owner][_parse(annotations["sundial.dev/scheduled-time"])] += 1
+        if annotations.get(names.ATTEMPT_ANNOTATION) == "1" and annotations.get(names.TRIGGER_ANNOTATION) != "manual":
+            owner = job["metadata"]["labels"][names.SCHEDULED_JOB_LABEL]
+            runs[owner][_parse(annotations[names.SCHEDULED_TIME_ANNOTATION])] += 1
     return runs
 
 
@@ -195,9 +196,9 @@ def test_shards_balance_fail_over_and_rebalance_without_duplicate_or_lost_runs(
     # 1. Never two Jobs for one (object, scheduled time, attempt).
     keys = Counter(
         (
-            job["metadata"]["labels"]["sundial.dev/scheduledjob"],
-            job["metadata"]["annotations"]["sundial.dev/scheduled-time"],
-            job["metadata"]["annotations"]["sundial.dev/attempt"],
+            job["metadata"]["labels"][names.SCHEDULED_JOB_LABEL],
+            job["metadata"]["annotations"][names.SCHEDULED_TIME_ANNOTATION],
+            job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION],
         )
         for job in jobs
     )
@@ -228,8 +229,8 @@ def test_shards_balance_fail_over_and_rebalance_without_duplicate_or_lost_runs(
     uids = {name: obj["metadata"]["uid"] for name, obj in objects.items()}
     spans: dict[int, dict[int, list[datetime]]] = defaultdict(lambda: defaultdict(list))
     for job in jobs:
-        owner = job["metadata"]["labels"]["sundial.dev/scheduledjob"]
-        token = job["metadata"]["annotations"]["sundial.dev/fencing-token"]
+        owner = job["metadata"]["labels"][names.SCHEDULED_JOB_LABEL]
+        token = job["metadata"]["annotations"][names.FENCING_TOKEN_ANNOTATION]
         shard, transitions = (int(part) for part in token.split("-"))
         assert shard == shard_of(uids[owner], SHARDS), (owner, token)
         spans[shard][transitions].append(_parse(job["metadata"]["creationTimestamp"]))

@@ -221,7 +221,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
 
 def jobs_of(kubectl: Kubectl, name: str) -> list[dict[str, Any]]:
     """The Jobs of a ScheduledJob: selected by the label the operator sets, and owned by it."""
-    selector = f"{names.SCHEDULED_JOB_LABEL}={names.scheduled_job_label_value(name)}"
+    selector = names.job_selector(name)
     items: list[dict[str, Any]] = kubectl.get_json("jobs", "-l", selector).get("items") or []
     return [
         job
@@ -265,7 +265,7 @@ def request_run(kubectl: Kubectl, name: str, token: str, *, timeout: float) -> d
     """Request one manual run with ``token`` and wait for its Job; returns the Job."""
     before = _manual_job_names(kubectl, name)
     started = time.monotonic()
-    _annotate(kubectl, name, names.TRIGGER_TOKEN_ANNOTATION, token)
+    _annotate(kubectl, name, names.TRIGGER_ANNOTATION, token)
     handled = _handled(kubectl, name, "lastHandledTrigger", token, timeout)
     skipped = ((handled.get("status") or {}).get("counters") or {}).get("skipped", 0)
     created: list[str] = []
@@ -290,7 +290,7 @@ def cmd_trigger(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     token = _token(now())
     requested = f"scheduledjob/{args.name}: run requested (token {token})"
     if not args.wait:
-        body = _annotate(kubectl, args.name, names.TRIGGER_TOKEN_ANNOTATION, token)
+        body = _annotate(kubectl, args.name, names.TRIGGER_ANNOTATION, token)
         _print_result(args.output, body, resource=outputs.SCHEDULED_JOB, default=requested)
         return 0
     job = request_run(kubectl, args.name, token, timeout=args.timeout)
@@ -307,7 +307,7 @@ def cmd_create_job(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> in
     if not source:
         raise PluginError(f"--from: expected scheduledjob/NAME, got {args.source!r}")
     current = (kubectl.get(source).get("metadata") or {}).get("annotations") or {}
-    if current.get(names.TRIGGER_TOKEN_ANNOTATION) == args.name:
+    if current.get(names.TRIGGER_ANNOTATION) == args.name:
         raise PluginError(f"a run named {args.name!r} was already requested from scheduledjob/{source}: use a new NAME")
     job = request_run(kubectl, source, args.name, timeout=args.timeout)
     _print_result(args.output, job, resource=outputs.JOB, default=f"{outputs.name_of(outputs.JOB, job)} created")
@@ -317,7 +317,7 @@ def cmd_create_job(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> in
 def cmd_redrive(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     letters = (kubectl.get(args.name).get("status") or {}).get("deadLetters") or []
     token = _token(now())
-    body = _annotate(kubectl, args.name, names.REDRIVE_TOKEN_ANNOTATION, token)
+    body = _annotate(kubectl, args.name, names.REDRIVE_ANNOTATION, token)
     if args.wait:
         body = _handled(kubectl, args.name, "lastHandledRedrive", token, args.timeout)
     requested = f"scheduledjob/{args.name}: redrive of {len(letters)} dead letter(s) requested (token {token})"

@@ -6,6 +6,8 @@ Validation errors name the field with its camelCase path, for example ``spec.ret
 from sundial.model.enums import (
     CompleteReason,
     ConcurrencyPolicy,
+    ConditionReason,
+    ConditionStatus,
     ConditionType,
     DeadLetterReason,
     RunResult,
@@ -30,6 +32,7 @@ from sundial.model.status import (
     PendingRetry,
     RunRecord,
     ScheduledJobStatus,
+    StatusCounter,
 )
 
 __all__ = [
@@ -39,6 +42,8 @@ __all__ = [
     "CompleteReason",
     "ConcurrencyPolicy",
     "Condition",
+    "ConditionReason",
+    "ConditionStatus",
     "ConditionType",
     "Counters",
     "DaylightSaving",
@@ -56,6 +61,7 @@ __all__ = [
     "ScheduledJobStatus",
     "SpecError",
     "SpecProblem",
+    "StatusCounter",
     "Trigger",
     "parse_spec",
     "parse_status",

@@ -20,10 +20,15 @@ class Trigger(StrEnum):
     """Why a Job was created; the value of the ``sundial.dev/trigger`` annotation."""
 
     SCHEDULE = "schedule"
+    """The first attempt of a run at its nominal time."""
     CATCH_UP = "catch-up"
+    """The first attempt of a run made late, within ``spec.catchUp``."""
     RETRY = "retry"
+    """A later attempt of a failed run."""
     MANUAL = "manual"
+    """The first attempt of a run requested with the ``sundial.dev/trigger`` annotation."""
     REDRIVE = "redrive"
+    """The first new attempt of a dead-lettered run after a ``sundial.dev/redrive`` request."""
 
 
 class RunResult(StrEnum):
@@ -35,25 +40,68 @@ class RunResult(StrEnum):
 
 
 class DeadLetterReason(StrEnum):
-    """Why a run was dead-lettered."""
+    """Why a run was dead-lettered (``status.deadLetters[].reason``, and the reason of ``DeadLettered=True``)."""
 
     MAX_ATTEMPTS_EXCEEDED = "MaxAttemptsExceeded"
+    """Its last allowed attempt failed."""
     MAX_RUN_AGE_EXCEEDED = "MaxRunAgeExceeded"
+    """``spec.retry.maxRunAge`` passed before its next attempt could start."""
     INVALID_JOB_TEMPLATE = "InvalidJobTemplate"
+    """The API server rejected its Job as invalid: a poison template is not retried."""
 
 
 class ConditionType(StrEnum):
     """The ``metav1.Condition`` types a ScheduledJob carries."""
 
     READY = "Ready"
+    """The summary: False only for an invalid spec (reason ``InvalidSpec`` or ``InvalidSchedule``)."""
     SUSPENDED = "Suspended"
+    """True while ``spec.suspend`` is set or the dead-letter circuit is open."""
     DEAD_LETTERED = "DeadLettered"
+    """True while ``status.deadLetters`` is not empty (reason: the newest one's :class:`DeadLetterReason`)."""
     COMPLETE = "Complete"
+    """One-offs only: True once the run ended (reason: a :class:`CompleteReason`)."""
+
+
+class ConditionStatus(StrEnum):
+    """``metav1.Condition.status``."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class ConditionReason(StrEnum):
+    """Reasons of the conditions, except ``DeadLettered=True`` and ``Complete=True`` (their own enums)."""
+
+    SCHEDULED = "Scheduled"
+    """``Ready=True``: the schedule runs (the message says when next)."""
+    SUSPENDED = "Suspended"
+    """``Ready=True`` and ``Suspended=True``: ``spec.suspend`` is true."""
+    CIRCUIT_OPEN = "CircuitOpen"
+    """``Ready=True``: the dead-letter circuit (``deadLetter.suspendAfter``) is open."""
+    CONSECUTIVE_DEAD_LETTERS = "ConsecutiveDeadLetters"
+    """``Suspended=True``: the dead-letter circuit is open."""
+    NOT_SUSPENDED = "NotSuspended"
+    """``Suspended=False``."""
+    NO_DEAD_LETTERS = "NoDeadLetters"
+    """``DeadLettered=False``."""
+    COMPLETE = "Complete"
+    """``Ready=True``: a one-off has completed."""
+    PENDING = "Pending"
+    """``Complete=False``: the one-off's run has not ended."""
+    INVALID_SCHEDULE = "InvalidSchedule"
+    """``Ready=False``: ``spec.schedule``, ``spec.timeZone`` or ``spec.daylightSaving`` is invalid."""
+    INVALID_SPEC = "InvalidSpec"
+    """``Ready=False``: another part of the spec is invalid (the message names the field)."""
 
 
 class CompleteReason(StrEnum):
     """Reasons of ``Complete=True`` on one-off ScheduledJobs (``runAt`` or ASAP)."""
 
     SUCCEEDED = "Succeeded"
+    """The run succeeded."""
     DEAD_LETTERED = "DeadLettered"
+    """The run was dead-lettered."""
     MISSED = "Missed"
+    """The run was missed (past the catch-up window) and never started."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from pydantic import ValidationError
 
@@ -14,10 +14,10 @@ from sundial.model.errors import SpecError, SpecProblem, problems_from
 from sundial.model.spec import ScheduledJobSpec
 from sundial.model.status import ScheduledJobStatus
 
-GROUP = "sundial.dev"
-VERSION = "v1alpha1"
-PLURAL = "scheduledjobs"
-KIND = "ScheduledJob"
+GROUP: Final = "sundial.dev"
+VERSION: Final = "v1alpha1"
+PLURAL: Final = "scheduledjobs"
+KIND: Final = "ScheduledJob"
 
 
 @dataclass(frozen=True)

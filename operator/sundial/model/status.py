@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pydantic import Field
 
 from sundial.model.base import StatusModel
@@ -90,8 +92,27 @@ class DeadLetter(StatusModel):
     """The run was requested with ``sundial.dev/trigger`` (its Jobs use the ``-m`` name form)."""
 
 
+class StatusCounter(StrEnum):
+    """The fields of :class:`Counters` (values: the Python field names; in YAML they are camelCase)."""
+
+    RUNS = "runs"
+    """Runs started (first attempts)."""
+    SUCCEEDED = "succeeded"
+    """Runs whose Job succeeded."""
+    FAILED = "failed"
+    """Attempts that failed (each may be retried)."""
+    RETRIED = "retried"
+    """Retry attempts started (attempt 2 on)."""
+    MISSED = "missed"
+    """Runs missed (past the catch-up window, or due while the dead-letter circuit was open)."""
+    SKIPPED = "skipped"
+    """Runs skipped (``concurrencyPolicy: Forbid``, or replaced before they started)."""
+    DEAD_LETTERED = "dead_lettered"
+    """Runs dead-lettered."""
+
+
 class Counters(StatusModel):
-    """Monotonic counters since the object was created."""
+    """Monotonic counters since the object was created (one field per :class:`StatusCounter`)."""
 
     runs: int = 0
     succeeded: int = 0

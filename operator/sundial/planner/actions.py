@@ -17,21 +17,46 @@ class EventReason(StrEnum):
     """CamelCase Event reasons on the ScheduledJob, mirroring CronJob's where they overlap."""
 
     SUCCESSFUL_CREATE = "SuccessfulCreate"
+    """Normal: a Job was created for an attempt of a run."""
     SAW_COMPLETED_JOB = "SawCompletedJob"
+    """Normal: a run's Job succeeded."""
     SUCCESSFUL_DELETE = "SuccessfulDelete"
+    """Normal: a Job was deleted (history limits, ``concurrencyPolicy: Replace``)."""
     MISSED_SCHEDULE = "MissedSchedule"
+    """Warning: a run was missed (past the catch-up window): one per missed time, then a summary."""
     RUN_SKIPPED = "RunSkipped"
+    """Warning: a due run was skipped (``concurrencyPolicy: Forbid``, already running, too many active)."""
     RUN_REPLACED = "RunReplaced"
+    """Normal: active or older due runs were replaced by a newer one (``concurrencyPolicy: Replace``)."""
     UNEXPECTED_JOB = "UnexpectedJob"
+    """Warning: a Job of the deterministic name exists but another object controls it; left alone."""
     INVALID_SCHEDULE = "InvalidSchedule"
+    """Warning: the schedule, time zone or daylight-saving policy is invalid (as condition ``Ready=False``)."""
     INVALID_SPEC = "InvalidSpec"
+    """Warning: another part of the spec is invalid (as condition ``Ready=False``)."""
     DEAD_LETTERED = "DeadLettered"
+    """Warning: a run was dead-lettered (its reason and last failure in the message)."""
     RETRYING = "Retrying"
+    """Warning: an attempt failed; the next one starts no earlier than the time in the message."""
     JOB_LOST = "JobLost"
+    """Warning: a run's Job disappeared before it finished; the attempt counts as failed."""
     CIRCUIT_OPEN = "CircuitOpen"
+    """Warning: ``deadLetter.suspendAfter`` consecutive dead letters: no new runs until a spec change or redrive."""
     TRIGGERED = "Triggered"
+    """Normal: a new ``sundial.dev/trigger`` token requested a manual run."""
     REDRIVEN = "Redriven"
+    """Normal: a new ``sundial.dev/redrive`` token gave the dead-lettered runs new attempts."""
     COMPLETED = "Completed"
+    """Normal: a one-off completed (with its :class:`sundial.model.enums.CompleteReason`)."""
+
+
+class DeleteReason(StrEnum):
+    """Why a Job is deleted (in the ``SuccessfulDelete`` Event's message)."""
+
+    HISTORY_LIMIT = "HistoryLimit"
+    """Finished and beyond ``successfulJobsHistoryLimit`` / ``failedJobsHistoryLimit``."""
+    REPLACED = "Replaced"
+    """Active when a new run started under ``concurrencyPolicy: Replace``."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +77,7 @@ class DeleteJob:
 
     name: str
     uid: str
-    reason: str
+    reason: DeleteReason
 
 
 @dataclass(frozen=True)

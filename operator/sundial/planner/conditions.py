@@ -5,34 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from sundial.model.enums import CompleteReason, ConditionReason, ConditionStatus, ConditionType, DeadLetterReason
 from sundial.model.status import MAX_CONDITIONS, Condition
 
-TRUE = "True"
-FALSE = "False"
 
-# Reasons of conditions that have no enum in sundial.model.
-SCHEDULED = "Scheduled"
-SUSPENDED = "Suspended"
-CIRCUIT_OPEN = "CircuitOpen"
-CONSECUTIVE_DEAD_LETTERS = "ConsecutiveDeadLetters"
-NOT_SUSPENDED = "NotSuspended"
-NO_DEAD_LETTERS = "NoDeadLetters"
-COMPLETE = "Complete"
-PENDING = "Pending"
-INVALID_SCHEDULE = "InvalidSchedule"
-INVALID_SPEC = "InvalidSpec"
-
-
-def find(conditions: Sequence[Condition], kind: str) -> Condition | None:
+def find(conditions: Sequence[Condition], kind: ConditionType) -> Condition | None:
     return next((c for c in conditions if c.type == kind), None)
 
 
 def put(
     conditions: list[Condition],
     *,
-    kind: str,
-    status: str,
-    reason: str,
+    kind: ConditionType,
+    status: ConditionStatus,
+    reason: ConditionReason | CompleteReason | DeadLetterReason,
     message: str,
     now: datetime,
     generation: int,

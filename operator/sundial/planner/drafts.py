@@ -21,6 +21,7 @@ from sundial.model.status import (
     PendingRetry,
     RunRecord,
     ScheduledJobStatus,
+    StatusCounter,
 )
 from sundial.planner.actions import Action, EmitEvent, EventReason, EventType
 from sundial.planner.plans import Context
@@ -103,11 +104,11 @@ class Draft:
         """The suspendAfter circuit is open (for the current generation)."""
         return self.circuit_generation is not None and self.circuit_generation == self.generation
 
-    def count(self, counter: str, amount: int = 1) -> None:
+    def count(self, counter: StatusCounter, amount: int = 1) -> None:
         """Add ``amount`` to one of :class:`Counters`' fields."""
         if amount:
-            current: int = getattr(self.counters, counter)
-            self.counters = self.counters.model_copy(update={counter: current + amount})
+            current: int = getattr(self.counters, counter.value)
+            self.counters = self.counters.model_copy(update={counter.value: current + amount})
 
     def emit(self, reason: EventReason, message: str, *, warning: bool = False) -> None:
         kind = EventType.WARNING if warning else EventType.NORMAL

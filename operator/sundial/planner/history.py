@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sundial.planner.actions import DeleteJob
+from sundial.planner.actions import DeleteJob, DeleteReason
 from sundial.planner.drafts import Draft
 from sundial.planner.observed import JobPhase, ObservedJob
 
-HISTORY_LIMIT = "HistoryLimit"
 _EPOCH = datetime.min.replace(tzinfo=UTC)
 
 
@@ -37,4 +36,4 @@ def prune(draft: Draft, jobs: Sequence[ObservedJob]) -> None:
         ]
         finished.sort(key=_age_key, reverse=True)
         for job in finished[limit:]:
-            draft.actions.append(DeleteJob(name=job.name, uid=job.uid, reason=HISTORY_LIMIT))
+            draft.actions.append(DeleteJob(name=job.name, uid=job.uid, reason=DeleteReason.HISTORY_LIMIT))

@@ -1,50 +1,71 @@
 """Every label, annotation and environment variable name Sundial puts on Jobs and reads from ScheduledJobs.
 
-Keys live here, in one place, so the manifest builder, the planner and the runtime agree (DESIGN §1, §5).
+Keys live here, in one place, so the manifest builder, the planner, the runtime and the kubectl plugin agree
+(DESIGN §1, §5); docs/reference.md lists them from their docstrings (tools/gen-field-reference.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from typing import Final
 
 from sundial.model.resource import GROUP, KIND, VERSION
 
-API_VERSION = f"{GROUP}/{VERSION}"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
 """``apiVersion`` of the ScheduledJob (used in the Jobs' ownerReference)."""
-OWNER_KIND = KIND
+OWNER_KIND: Final = KIND
+
+PREFIX: Final = f"{GROUP}/"
+"""Every label and annotation key Sundial owns starts with this (the store keeps only these annotations)."""
 
 # Labels on Jobs and their pod templates.
-SCHEDULED_JOB_LABEL = "sundial.dev/scheduledjob"
-"""The owning ScheduledJob's name (see :func:`scheduled_job_label_value` for names over 63 characters)."""
+SCHEDULED_JOB_LABEL: Final = "sundial.dev/scheduledjob"
+"""The owning ScheduledJob's name; a name over 63 characters becomes at most its first 57 characters (lowercased,
+other characters than ``[a-z0-9-]`` as ``-``), ``-`` and 5 hex digits of its SHA-256."""
 
 # Annotations on Jobs and their pod templates.
-SCHEDULED_TIME_ANNOTATION = "sundial.dev/scheduled-time"
+SCHEDULED_TIME_ANNOTATION: Final = "sundial.dev/scheduled-time"
 """Nominal time of the run, RFC 3339 in UTC (``2026-12-24T17:00:00Z``)."""
-ATTEMPT_ANNOTATION = "sundial.dev/attempt"
+ATTEMPT_ANNOTATION: Final = "sundial.dev/attempt"
 """1-based attempt number."""
-IDEMPOTENCY_KEY_ANNOTATION = "sundial.dev/idempotency-key"
+IDEMPOTENCY_KEY_ANNOTATION: Final = "sundial.dev/idempotency-key"
 """Stable per run across attempts and replicas."""
-FENCING_TOKEN_ANNOTATION = "sundial.dev/fencing-token"
+FENCING_TOKEN_ANNOTATION: Final = "sundial.dev/fencing-token"
 """``<shard>-<lease transitions>`` of the replica that created the Job."""
-TRIGGER_ANNOTATION = "sundial.dev/trigger"
-"""Why the Job was created: schedule, catch-up, retry, manual or redrive."""
 
 # Token annotations on the ScheduledJob (DESIGN §5, the Flux ``requestedAt`` pattern).
-TRIGGER_TOKEN_ANNOTATION = "sundial.dev/trigger"
-"""A new value requests one manual run now (echoed in ``status.lastHandledTrigger``)."""
-REDRIVE_TOKEN_ANNOTATION = "sundial.dev/redrive"
+TRIGGER_ANNOTATION: Final = "sundial.dev/trigger"
+"""On a ScheduledJob: a new value requests one manual run now (echoed in ``status.lastHandledTrigger``).
+On a Job: why it was created, a :class:`sundial.model.enums.Trigger` (``schedule``, ``catch-up``, ``retry``,
+``manual`` or ``redrive``)."""
+REDRIVE_ANNOTATION: Final = "sundial.dev/redrive"
 """A new value redrives every current dead letter (echoed in ``status.lastHandledRedrive``)."""
 
-# Environment variables injected into every container and init container of a run.
-SCHEDULED_TIME_ENV = "SUNDIAL_SCHEDULED_TIME"
-ATTEMPT_ENV = "SUNDIAL_ATTEMPT"
-IDEMPOTENCY_KEY_ENV = "SUNDIAL_IDEMPOTENCY_KEY"
-FENCING_TOKEN_ENV = "SUNDIAL_FENCING_TOKEN"
+JOB_ANNOTATIONS: Final = (
+    SCHEDULED_TIME_ANNOTATION,
+    ATTEMPT_ANNOTATION,
+    IDEMPOTENCY_KEY_ANNOTATION,
+    FENCING_TOKEN_ANNOTATION,
+    TRIGGER_ANNOTATION,
+)
+"""The annotations every Job (and its pod template) carries."""
+TOKEN_ANNOTATIONS: Final = (TRIGGER_ANNOTATION, REDRIVE_ANNOTATION)
+"""The request annotations a user (or the plugin, or an Argo CD action) sets on a ScheduledJob."""
 
-MAX_LABEL_LENGTH = 63
+# Environment variables injected into every container and init container of a run.
+SCHEDULED_TIME_ENV: Final = "SUNDIAL_SCHEDULED_TIME"
+"""The same value as the ``sundial.dev/scheduled-time`` annotation."""
+ATTEMPT_ENV: Final = "SUNDIAL_ATTEMPT"
+"""The same value as the ``sundial.dev/attempt`` annotation."""
+IDEMPOTENCY_KEY_ENV: Final = "SUNDIAL_IDEMPOTENCY_KEY"
+"""The same value as the ``sundial.dev/idempotency-key`` annotation."""
+FENCING_TOKEN_ENV: Final = "SUNDIAL_FENCING_TOKEN"
+"""The same value as the ``sundial.dev/fencing-token`` annotation."""
+
+MAX_LABEL_LENGTH: Final = 63
 """Longest DNS-1123 label, and longest label value."""
-HASH_LENGTH = 5
+HASH_LENGTH: Final = 5
 """Hex digits of SHA-256 appended to a shortened name."""
 
 _INVALID = re.compile(r"[^a-z0-9-]+")
@@ -74,7 +95,12 @@ def scheduled_job_label_value(name: str) -> str:
     """Value of :data:`SCHEDULED_JOB_LABEL` for a ScheduledJob named ``name``.
 
     The name itself when it is a valid label value (at most 63 characters, which covers every name
-    that is also a DNS label); otherwise :func:`dns_label_prefix` of it. The runtime must select Jobs
-    with this same function.
+    that is also a DNS label); otherwise :func:`dns_label_prefix` of it. Whoever selects a ScheduledJob's
+    Jobs by name (the kubectl plugin) must use this same function, through :func:`job_selector`.
     """
     return dns_label_prefix(name, room=MAX_LABEL_LENGTH) if len(name) > MAX_LABEL_LENGTH else name
+
+
+def job_selector(name: str) -> str:
+    """The label selector of the Jobs of the ScheduledJob named ``name`` (``kubectl get jobs -l ...``)."""
+    return f"{SCHEDULED_JOB_LABEL}={scheduled_job_label_value(name)}"

@@ -18,6 +18,23 @@ class JobPhase(StrEnum):
     """A tombstone: the runtime saw it deleted before the status recorded its outcome."""
 
 
+class FailureReason(StrEnum):
+    """Sundial's own reasons of a failed attempt (``pendingRetries[].lastFailure``, Event messages).
+
+    Besides these, a Job's Failed condition brings Kubernetes' reasons (``BackoffLimitExceeded``,
+    ``DeadlineExceeded``, ...), passed on as they are.
+    """
+
+    FAILED = "Failed"
+    """The Job failed without saying why (its Failed condition has no reason)."""
+    JOB_LOST = "JobLost"
+    """The Job was deleted, or disappeared, before it finished (the "worker crashed" case, DESIGN §4)."""
+    UNEXPECTED_JOB = "UnexpectedJob"
+    """A Job of that name exists but another object controls it: left alone, the attempt counts as failed."""
+    INVALID_JOB_TEMPLATE = "InvalidJobTemplate"
+    """The API server refused to create the Job (422): the run is dead-lettered at once."""
+
+
 @dataclass(frozen=True)
 class ObservedJob:
     """One Job carrying the ``sundial.dev/scheduledjob`` label in the ScheduledJob's namespace."""
@@ -33,5 +50,5 @@ class ObservedJob:
     created_at: datetime | None
     finished_at: datetime | None = None
     failure_reason: str = ""
-    """The Failed condition's reason (BackoffLimitExceeded, DeadlineExceeded, ...) or JobLost."""
+    """The Failed condition's reason (BackoffLimitExceeded, DeadlineExceeded, ...) or a :class:`FailureReason`."""
     failure_message: str = ""

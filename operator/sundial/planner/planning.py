@@ -35,9 +35,18 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from sundial import schedule
-from sundial.model.enums import CompleteReason, ConcurrencyPolicy, ConditionType, RunResult, Trigger
+from sundial.model.enums import (
+    CompleteReason,
+    ConcurrencyPolicy,
+    ConditionReason,
+    ConditionStatus,
+    ConditionType,
+    DeadLetterReason,
+    RunResult,
+    Trigger,
+)
 from sundial.model.resource import ScheduledJob
-from sundial.model.status import MAX_ACTIVE, RunRecord, ScheduledJobStatus
+from sundial.model.status import MAX_ACTIVE, RunRecord, ScheduledJobStatus, StatusCounter
 from sundial.planner import conditions, due, history, runs, triggers
 from sundial.planner.actions import Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
 from sundial.planner.drafts import Draft
@@ -69,7 +78,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
     paused = spec.suspend or draft.circuit_open or draft.closing
     was_suspended = obj.status.condition(ConditionType.SUSPENDED)
     resumed_since = None
-    if not paused and was_suspended is not None and was_suspended.status == conditions.TRUE:
+    if not paused and was_suspended is not None and was_suspended.status == ConditionStatus.TRUE:
         resumed_since = was_suspended.last_transition_time
     new_runs: list[tuple[datetime, Trigger, bool]] = []
     if not paused:
@@ -79,7 +88,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
             else due.one_off_due(draft)
         )
         draft.cursor = found.cursor
-        circuit_drop = found.dropped if was_suspended and was_suspended.reason != conditions.SUSPENDED else 0
+        circuit_drop = found.dropped if was_suspended and was_suspended.reason != ConditionReason.SUSPENDED else 0
         _miss(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
         new_runs += [(t, trigger, False) for t, trigger in found.to_run]
     manual = triggers.manual_request(draft)
@@ -114,13 +123,13 @@ def _invalid(obj: ScheduledJob, context: Context) -> Plan:
     error = obj.spec_error
     message = str(error) if error is not None and str(error) else "spec: invalid"
     first = error.first_field if error is not None else "spec"
-    reason = conditions.INVALID_SCHEDULE if first.startswith(_SCHEDULE_FIELDS) else conditions.INVALID_SPEC
+    reason = ConditionReason.INVALID_SCHEDULE if first.startswith(_SCHEDULE_FIELDS) else ConditionReason.INVALID_SPEC
     found = list(obj.status.conditions)
     generation = obj.metadata.generation
     changed = conditions.put(
         found,
         kind=ConditionType.READY,
-        status=conditions.FALSE,
+        status=ConditionStatus.FALSE,
         reason=reason,
         message=message,
         now=context.now,
@@ -137,7 +146,7 @@ def _invalid(obj: ScheduledJob, context: Context) -> Plan:
 
 def _miss(draft: Draft, missed: Sequence[datetime], *, unlisted: bool, dropped: int) -> None:
     """Count missed runs, one ``MissedSchedule`` Event each up to :data:`MAX_MISSED_EVENTS`."""
-    draft.count("missed", len(missed) + dropped)
+    draft.count(StatusCounter.MISSED, len(missed) + dropped)
     spec = draft.spec
     window = "unbounded" if spec.catch_up.window is None else schedule.format_duration(spec.catch_up.window)
     for nominal in missed[:MAX_MISSED_EVENTS]:
@@ -192,7 +201,7 @@ def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], obse
                     manual=manual,
                 )
             )
-        draft.count("skipped", len(older))
+        draft.count(StatusCounter.SKIPPED, len(older))
         if older:
             draft.emit(EventReason.RUN_REPLACED, f"{len(older)} due run(s) replaced by a newer one before starting")
         runs.replace_all(draft, observed)
@@ -201,13 +210,13 @@ def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], obse
         label = f"{'manual run' if manual else 'run'} {runs.when(nominal)}"
         busy = policy is ConcurrencyPolicy.FORBID and bool(draft.active or draft.pending)
         if busy or (nominal, manual) in draft.keys_in_flight() or len(draft.active) >= MAX_ACTIVE:
-            draft.count("skipped")
+            draft.count(StatusCounter.SKIPPED)
             why = "another run is active or waiting for a retry (concurrencyPolicy Forbid)"
             if not busy:
                 why = "it is already running" if len(draft.active) < MAX_ACTIVE else "too many active runs"
             draft.emit(EventReason.RUN_SKIPPED, f"Skipped {label}: {why}", warning=True)
             continue
-        draft.count("runs")
+        draft.count(StatusCounter.RUNS)
         draft.last_schedule_time = max(filter(None, (draft.last_schedule_time, nominal)))
         runs.start_attempt(draft, scheduled_time=nominal, attempt=1, trigger=trigger, manual=manual)
 
@@ -217,19 +226,19 @@ def _finish_one_off(draft: Draft) -> bool:
     if not draft.spec.is_one_off:
         return False
     found = conditions.find(draft.conditions, ConditionType.COMPLETE)
-    if found is not None and found.status == conditions.TRUE:
+    if found is not None and found.status == ConditionStatus.TRUE:
         complete = True
     else:
         nominal = due.one_off_time(draft)
         handled = draft.cursor is not None and draft.cursor >= nominal
         if handled and (nominal, False) not in draft.keys_in_flight():
             outcome = draft.one_off_outcome or _outcome_from_history(draft, nominal)
-            _put(draft, ConditionType.COMPLETE, conditions.TRUE, outcome, _complete_message(outcome))
+            _put(draft, ConditionType.COMPLETE, ConditionStatus.TRUE, outcome, _complete_message(outcome))
             draft.finished_at = draft.now
             draft.emit(EventReason.COMPLETED, f"Completed: {outcome}")
             complete = True
         else:
-            _put(draft, ConditionType.COMPLETE, conditions.FALSE, conditions.PENDING, "the run has not ended")
+            _put(draft, ConditionType.COMPLETE, ConditionStatus.FALSE, ConditionReason.PENDING, "the run has not ended")
             complete = False
     ttl = draft.spec.ttl_seconds_after_finished
     expired = (
@@ -267,7 +276,13 @@ def _next_time(draft: Draft, timetable: schedule.Timetable | None, *, paused: bo
     return due.next_nominal(draft, timetable, after=max(cursor, draft.now) if paused else cursor)
 
 
-def _put(draft: Draft, kind: str, status: str, reason: str, message: str) -> None:
+def _put(
+    draft: Draft,
+    kind: ConditionType,
+    status: ConditionStatus,
+    reason: ConditionReason | CompleteReason | DeadLetterReason,
+    message: str,
+) -> None:
     conditions.put(
         draft.conditions,
         kind=kind,
@@ -282,41 +297,41 @@ def _put(draft: Draft, kind: str, status: str, reason: str, message: str) -> Non
 def _conditions(draft: Draft, *, finished: bool) -> None:
     spec = draft.spec
     if spec.suspend:
-        _put(draft, ConditionType.SUSPENDED, conditions.TRUE, conditions.SUSPENDED, "spec.suspend is true")
+        _put(draft, ConditionType.SUSPENDED, ConditionStatus.TRUE, ConditionReason.SUSPENDED, "spec.suspend is true")
     elif draft.circuit_open:
         _put(
             draft,
             ConditionType.SUSPENDED,
-            conditions.TRUE,
-            conditions.CONSECUTIVE_DEAD_LETTERS,
+            ConditionStatus.TRUE,
+            ConditionReason.CONSECUTIVE_DEAD_LETTERS,
             _circuit_message(draft),
         )
     else:
-        _put(draft, ConditionType.SUSPENDED, conditions.FALSE, conditions.NOT_SUSPENDED, "")
+        _put(draft, ConditionType.SUSPENDED, ConditionStatus.FALSE, ConditionReason.NOT_SUSPENDED, "")
     if draft.dead_letters:
         newest = draft.dead_letters[-1]
         _put(
             draft,
             ConditionType.DEAD_LETTERED,
-            conditions.TRUE,
+            ConditionStatus.TRUE,
             newest.reason,
             f"{len(draft.dead_letters)} dead-lettered run(s); newest {runs.when(newest.scheduled_time)}: "
             f"{newest.message}",
         )
     else:
-        _put(draft, ConditionType.DEAD_LETTERED, conditions.FALSE, conditions.NO_DEAD_LETTERS, "")
+        _put(draft, ConditionType.DEAD_LETTERED, ConditionStatus.FALSE, ConditionReason.NO_DEAD_LETTERS, "")
     if finished:
         complete = conditions.find(draft.conditions, ConditionType.COMPLETE)
         why = complete.reason if complete is not None else ""
-        _put(draft, ConditionType.READY, conditions.TRUE, conditions.COMPLETE, f"completed: {why}")
+        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.COMPLETE, f"completed: {why}")
     elif spec.suspend:
-        _put(draft, ConditionType.READY, conditions.TRUE, conditions.SUSPENDED, "suspended by spec.suspend")
+        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.SUSPENDED, "suspended by spec.suspend")
     elif draft.circuit_open:
-        _put(draft, ConditionType.READY, conditions.TRUE, conditions.CIRCUIT_OPEN, _circuit_message(draft))
+        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.CIRCUIT_OPEN, _circuit_message(draft))
     else:
         upcoming = draft.next_schedule_time
         message = f"next run at {runs.when(upcoming)}" if upcoming is not None else "no further runs"
-        _put(draft, ConditionType.READY, conditions.TRUE, conditions.SCHEDULED, message)
+        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.SCHEDULED, message)
 
 
 def _circuit_message(draft: Draft) -> str:

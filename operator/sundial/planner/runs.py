@@ -29,16 +29,12 @@ from sundial.model.status import (
     DeadLetter,
     PendingRetry,
     RunRecord,
+    StatusCounter,
 )
 from sundial.planner import manifests
-from sundial.planner.actions import CreateJob, DeleteJob, EventReason
+from sundial.planner.actions import CreateJob, DeleteJob, DeleteReason, EventReason
 from sundial.planner.drafts import Draft
-from sundial.planner.observed import JobPhase, ObservedJob
-
-JOB_LOST = "JobLost"
-UNEXPECTED_JOB = "UnexpectedJob"
-INVALID_JOB_TEMPLATE = "InvalidJobTemplate"
-REPLACED = "Replaced"
+from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,7 @@ def resolve_active(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
                 "leaving it alone and counting the attempt as failed",
                 warning=True,
             )
-            _end_attempt(draft, run, Failure(UNEXPECTED_JOB, "Job owned by another object", draft.now))
+            _end_attempt(draft, run, Failure(FailureReason.UNEXPECTED_JOB, "Job owned by another object", draft.now))
         elif job is None or job.phase is JobPhase.DELETED:
             if job is not None or run.job_seen:
                 draft.emit(
@@ -79,13 +75,17 @@ def resolve_active(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
                     f"Job {run.job} of {describe(run)} (attempt {run.attempt}) disappeared before finishing",
                     warning=True,
                 )
-                _end_attempt(draft, run, Failure(JOB_LOST, "the Job disappeared before finishing", draft.now))
+                _end_attempt(
+                    draft, run, Failure(FailureReason.JOB_LOST, "the Job disappeared before finishing", draft.now)
+                )
             elif draft.now - run.claimed_at >= draft.context.reissue_after:
                 _reissue(draft, run)
         elif job.phase is JobPhase.SUCCEEDED:
             _succeed(draft, run, job)
         elif job.phase is JobPhase.FAILED:
-            failure = Failure(job.failure_reason or "Failed", job.failure_message, job.finished_at or draft.now)
+            failure = Failure(
+                job.failure_reason or FailureReason.FAILED, job.failure_message, job.finished_at or draft.now
+            )
             _end_attempt(draft, run, failure)
         elif not run.job_seen:
             draft.active[draft.active.index(run)] = run.model_copy(update={"job_seen": True})
@@ -102,7 +102,7 @@ def _reissue(draft: Draft, run: ActiveRun) -> None:
 def _succeed(draft: Draft, run: ActiveRun, job: ObservedJob) -> None:
     finished = job.finished_at or draft.now
     draft.active.remove(run)
-    draft.count("succeeded")
+    draft.count(StatusCounter.SUCCEEDED)
     draft.last_successful_time = max(filter(None, (draft.last_successful_time, finished)))
     draft.consecutive_dead_letters = 0
     draft.record(_record(run, RunResult.SUCCEEDED, finished))
@@ -134,7 +134,7 @@ def _note_one_off(draft: Draft, run: ActiveRun | PendingRetry | DeadLetter, outc
 def _end_attempt(draft: Draft, run: ActiveRun, failure: Failure) -> None:
     """A claimed attempt failed: retry it, or dead-letter the run."""
     draft.active.remove(run)
-    draft.count("failed")
+    draft.count(StatusCounter.FAILED)
     draft.last_failure_time = max(filter(None, (draft.last_failure_time, failure.at)))
     retry = draft.spec.retry
     limit = run.attempt_limit or retry.max_attempts
@@ -142,7 +142,7 @@ def _end_attempt(draft: Draft, run: ActiveRun, failure: Failure) -> None:
     detail = f"attempt {run.attempt} of {limit} failed: {failure.reason}" + (
         f": {failure.message}" if failure.message else ""
     )
-    if failure.reason == INVALID_JOB_TEMPLATE:
+    if failure.reason == FailureReason.INVALID_JOB_TEMPLATE:
         dead_letter(draft, run, DeadLetterReason.INVALID_JOB_TEMPLATE, detail, attempts=run.attempt)
         return
     if run.attempt >= limit:
@@ -229,7 +229,7 @@ def dead_letter(
             manual=run.manual,
         )
     )
-    draft.count("dead_lettered")
+    draft.count(StatusCounter.DEAD_LETTERED)
     draft.consecutive_dead_letters += 1
     _note_one_off(draft, run, CompleteReason.DEAD_LETTERED)
     draft.emit(EventReason.DEAD_LETTERED, f"{describe(run)} dead-lettered ({reason}): {message}", warning=True)
@@ -268,7 +268,7 @@ def start_due_retries(draft: Draft) -> None:
             continue
         draft.pending.remove(retry)
         trigger = Trigger.REDRIVE if retry.trigger is Trigger.REDRIVE else Trigger.RETRY
-        draft.count("retried")
+        draft.count(StatusCounter.RETRIED)
         start_attempt(
             draft,
             scheduled_time=retry.scheduled_time,
@@ -331,9 +331,9 @@ def replace_all(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
     for run in list(draft.active):
         job = jobs.get(run.job)
         if job is None:
-            draft.actions.append(DeleteJob(name=run.job, uid="", reason=REPLACED))
+            draft.actions.append(DeleteJob(name=run.job, uid="", reason=DeleteReason.REPLACED))
         elif job.phase is not JobPhase.DELETED and job.owner_uid in (None, draft.uid):
-            draft.actions.append(DeleteJob(name=run.job, uid=job.uid, reason=REPLACED))
+            draft.actions.append(DeleteJob(name=run.job, uid=job.uid, reason=DeleteReason.REPLACED))
         draft.active.remove(run)
         draft.record(_record(run, RunResult.REPLACED, draft.now))
         _note_one_off(draft, run, CompleteReason.MISSED)

@@ -24,7 +24,7 @@ from sundial.planner.runs import when
 
 def redrive(draft: Draft) -> None:
     """Handle a new ``sundial.dev/redrive`` token, if there is one."""
-    token = draft.obj.metadata.annotations.get(names.REDRIVE_TOKEN_ANNOTATION)
+    token = draft.obj.metadata.annotations.get(names.REDRIVE_ANNOTATION)
     if token is None or token == draft.last_handled_redrive:
         return
     draft.last_handled_redrive = token
@@ -53,7 +53,7 @@ def redrive(draft: Draft) -> None:
 
 def manual_request(draft: Draft) -> datetime | None:
     """The nominal time of a manual run requested by a new ``sundial.dev/trigger`` token, if any."""
-    token = draft.obj.metadata.annotations.get(names.TRIGGER_TOKEN_ANNOTATION)
+    token = draft.obj.metadata.annotations.get(names.TRIGGER_ANNOTATION)
     if token is None or token == draft.last_handled_trigger:
         return None
     draft.last_handled_trigger = token

@@ -31,15 +31,16 @@ from datetime import datetime
 from typing import Any
 
 from sundial import schedule
+from sundial.planner import names
 
 from .kubeconfigs import Credentials
 
 ANNOTATIONS = (
-    "sundial.dev/scheduled-time",
-    "sundial.dev/attempt",
-    "sundial.dev/idempotency-key",
-    "sundial.dev/fencing-token",
-    "sundial.dev/trigger",
+    names.SCHEDULED_TIME_ANNOTATION,
+    names.ATTEMPT_ANNOTATION,
+    names.IDEMPOTENCY_KEY_ANNOTATION,
+    names.FENCING_TOKEN_ANNOTATION,
+    names.TRIGGER_ANNOTATION,
 )
 FENCING = re.compile(r"^\d+-\d+$")
 

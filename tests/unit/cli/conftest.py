@@ -118,7 +118,7 @@ class FakeKubectl:
         from sundial.planner import names  # noqa: PLC0415
 
         status = obj["status"]
-        if key == names.TRIGGER_TOKEN_ANNOTATION:
+        if key == names.TRIGGER_ANNOTATION:
             status["lastHandledTrigger"] = value
             name = obj["metadata"]["name"]
             self.jobs.append(
@@ -133,7 +133,7 @@ class FakeKubectl:
                     },
                 }
             )
-        if key == names.REDRIVE_TOKEN_ANNOTATION:
+        if key == names.REDRIVE_ANNOTATION:
             status["lastHandledRedrive"] = value
             status["deadLetters"] = []
 

@@ -204,7 +204,7 @@ def test_create_job_from_a_scheduled_job_is_one_manual_run_named_by_the_request(
     assert code == 0
     (job,) = cluster.jobs
     assert out == f"job.batch/{job['metadata']['name']} created\n"
-    assert cluster.objects["report"]["metadata"]["annotations"][names.TRIGGER_TOKEN_ANNOTATION] == "rerun-1"
+    assert cluster.objects["report"]["metadata"]["annotations"][names.TRIGGER_ANNOTATION] == "rerun-1"
     code, _, err = run(cluster, "create", "job", "rerun-1", "--from", "sj/report")
     assert code == 1 and "already requested" in err
     assert len(cluster.jobs) == 1
@@ -228,7 +228,7 @@ def test_redrive_reports_how_many_dead_letters_it_asked_for(run: Run, cluster: A
     assert code == 0
     assert "redrive of 1 dead letter(s)" in out
     _, out, _ = run(cluster, "redrive", "report", "-o", "json")
-    assert json.loads(out)["metadata"]["annotations"][names.REDRIVE_TOKEN_ANNOTATION]
+    assert json.loads(out)["metadata"]["annotations"][names.REDRIVE_ANNOTATION]
 
 
 def test_suspend_patches_spec_and_warns_about_gitops(run: Run, cluster: Any) -> None:

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import yaml
 
+from sundial.model import enums
+from sundial.planner import actions, names
+
 ROOT = Path(__file__).resolve().parents[3]
 TOOL = ROOT / "tools" / "gen-field-reference.py"
 
@@ -31,3 +34,21 @@ def test_every_spec_field_is_explained_in_the_guide() -> None:
     guide = (ROOT / "docs" / "guide.md").read_text()
     for name in spec["properties"]:
         assert f"`{name}`" in guide or f"{name}:" in guide, f"docs/guide.md does not mention spec.{name}"
+
+
+def test_the_reference_lists_and_describes_the_whole_wire_vocabulary() -> None:
+    reference = (ROOT / "docs" / "reference.md").read_text()
+    keys = (names.SCHEDULED_JOB_LABEL, *names.JOB_ANNOTATIONS, *names.TOKEN_ANNOTATIONS)
+    envs = (names.SCHEDULED_TIME_ENV, names.ATTEMPT_ENV, names.IDEMPOTENCY_KEY_ENV, names.FENCING_TOKEN_ENV)
+    kinds = (
+        enums.ConditionType,
+        enums.ConditionReason,
+        enums.CompleteReason,
+        enums.DeadLetterReason,
+        enums.Trigger,
+        actions.EventReason,
+    )
+    for value in (*keys, *envs, *(member.value for kind in kinds for member in kind)):
+        rows = [line for line in reference.splitlines() if line.startswith(f"| `{value}` |")]
+        assert rows, f"docs/reference.md does not list {value}"
+        assert all(not row.endswith("|  |") for row in rows), f"{value} has no docstring to describe it"

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from sundial.kube import objects, ratelimits, requests
+from sundial.planner import names
 
 
 class _Response:
@@ -80,7 +81,7 @@ async def test_a_namespace_lists_only_there_and_an_empty_list_is_one_empty_page(
 async def test_jobs_are_listed_page_by_page_with_the_label_selector() -> None:
     pager = _Pager(["j0", "j1", "j2"])
     api = _api(pager)
-    pages = [page async for page in api.job_pages(namespace="ns", label_selector="sundial.dev/scheduledjob", limit=2)]
+    pages = [page async for page in api.job_pages(namespace="ns", label_selector=names.SCHEDULED_JOB_LABEL, limit=2)]
     assert [len(page) for page in pages] == [2, 1]
-    assert {r["label_selector"] for r in pager.requests} == {"sundial.dev/scheduledjob"}
+    assert {r["label_selector"] for r in pager.requests} == {names.SCHEDULED_JOB_LABEL}
     assert pager.requests[0]["args"] == ("ns",)

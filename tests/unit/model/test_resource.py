@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sundial.model import ScheduledJob, ScheduledJobStatus
+from sundial.planner import names
 
 SAMPLES = Path(__file__).parents[3] / "config" / "samples"
 
@@ -41,7 +42,7 @@ GOOD_SPEC = {
 
 
 def test_a_valid_object_has_a_spec_and_metadata() -> None:
-    job = ScheduledJob.from_dict(body(GOOD_SPEC, annotations={"sundial.dev/trigger": "t1"}))
+    job = ScheduledJob.from_dict(body(GOOD_SPEC, annotations={names.TRIGGER_ANNOTATION: "t1"}))
 
     assert job.spec is not None
     assert job.spec_error is None
@@ -51,7 +52,7 @@ def test_a_valid_object_has_a_spec_and_metadata() -> None:
     assert job.metadata.generation == 2
     assert job.metadata.resource_version == "42"
     assert job.metadata.creation_timestamp == datetime(2026, 1, 1, tzinfo=UTC)
-    assert job.metadata.annotations == {"sundial.dev/trigger": "t1"}
+    assert job.metadata.annotations == {names.TRIGGER_ANNOTATION: "t1"}
     assert job.status == ScheduledJobStatus()
 
 

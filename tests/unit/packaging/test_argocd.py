@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 import yaml
 
-from sundial.model import ConditionType, DeadLetterReason
+from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType, DeadLetterReason
 from sundial.model.resource import GROUP, KIND, parse_spec, parse_status
-from sundial.planner import conditions, names
+from sundial.planner import names
 
 ROOT = Path(__file__).resolve().parents[3]
 ARGOCD = ROOT / "config" / "argocd"
@@ -210,14 +210,20 @@ def test_the_scripts_use_the_operators_names() -> None:
         ConditionType.READY,
         ConditionType.SUSPENDED,
         ConditionType.COMPLETE,
-        conditions.CONSECUTIVE_DEAD_LETTERS,
+        ConditionReason.CONSECUTIVE_DEAD_LETTERS,
         DeadLetterReason.INVALID_JOB_TEMPLATE,
     ):
         assert f'"{name}"' in health, name
-    assert f'"{names.TRIGGER_TOKEN_ANNOTATION}"' in script("actions/trigger/action.lua")
-    assert f'"{names.REDRIVE_TOKEN_ANNOTATION}"' in script("actions/redrive/action.lua")
+    assert f'"{names.TRIGGER_ANNOTATION}"' in script("actions/trigger/action.lua")
+    assert f'"{names.REDRIVE_ANNOTATION}"' in script("actions/redrive/action.lua")
     quoted = set(re.findall(r'"([A-Z][A-Za-z]+)"', health)) - HEALTH_STATUSES
-    known = {*ConditionType, *DeadLetterReason, conditions.CONSECUTIVE_DEAD_LETTERS, conditions.TRUE, conditions.FALSE}
+    known = {
+        *ConditionType,
+        *DeadLetterReason,
+        ConditionReason.CONSECUTIVE_DEAD_LETTERS,
+        ConditionStatus.TRUE,
+        ConditionStatus.FALSE,
+    }
     assert quoted <= known, f"health.lua names conditions or reasons the operator never writes: {quoted - known}"
 
 

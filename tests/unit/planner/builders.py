@@ -17,6 +17,7 @@ from sundial.model import (
     SpecError,
     Trigger,
 )
+from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType
 from sundial.model.resource import ObjectMeta, ScheduledJob, parse_spec
 from sundial.planner.actions import CreateJob, DeleteJob, DeleteScheduledJob, EmitEvent
 from sundial.planner.manifests import job_name
@@ -266,9 +267,14 @@ def steady_conditions(next_time: datetime | None = None) -> tuple[Condition, ...
         )
 
     return (
-        make("Suspended", "False", "NotSuspended"),
-        make("DeadLettered", "False", "NoDeadLetters"),
-        make("Ready", "True", "Scheduled", f"next run at {format_rfc3339(upcoming)}"),
+        make(ConditionType.SUSPENDED, ConditionStatus.FALSE, ConditionReason.NOT_SUSPENDED),
+        make(ConditionType.DEAD_LETTERED, ConditionStatus.FALSE, ConditionReason.NO_DEAD_LETTERS),
+        make(
+            ConditionType.READY,
+            ConditionStatus.TRUE,
+            ConditionReason.SCHEDULED,
+            f"next run at {format_rfc3339(upcoming)}",
+        ),
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sundial.model import ActiveRun, DeadLetter, PendingRetry, Trigger
+from sundial.planner import names
 from sundial.planner.actions import CreateJob, DeleteJob
 from sundial.planner.observed import ObservedJob
 from sundial.planner.planning import plan
@@ -128,7 +129,7 @@ CASES = [
     ),
     Case(
         id="a new trigger token starts one manual run now",
-        annotations={"sundial.dev/trigger": "t1"},
+        annotations={names.TRIGGER_ANNOTATION: "t1"},
         now=seconds_after(600.5),
         expect_events=("Normal Triggered", "Normal SuccessfulCreate"),
         expect_creates=(name_at(seconds_after(600), manual=True),),
@@ -136,14 +137,14 @@ CASES = [
     ),
     Case(
         id="an already handled trigger token does nothing",
-        annotations={"sundial.dev/trigger": "t1"},
+        annotations={names.TRIGGER_ANNOTATION: "t1"},
         handled_trigger="t1",
         now=seconds_after(600),
     ),
     Case(
         id="a manual run is subject to forbid",
         spec={"concurrencyPolicy": "Forbid"},
-        annotations={"sundial.dev/trigger": "t2"},
+        annotations={names.TRIGGER_ANNOTATION: "t2"},
         active=(active_run(T),),
         jobs=(job(name_at(T)),),
         handled_trigger="t1",
@@ -154,7 +155,7 @@ CASES = [
     Case(
         id="a manual run starts while suspended",
         spec={"suspend": True},
-        annotations={"sundial.dev/trigger": "t1"},
+        annotations={names.TRIGGER_ANNOTATION: "t1"},
         expect_events=("Normal Triggered", "Normal SuccessfulCreate"),
         expect_creates=(name_at(MANUAL, manual=True),),
         expect_counters={"runs": 1},
@@ -162,7 +163,7 @@ CASES = [
     Case(
         id="a new redrive token gives every dead letter new attempts now",
         spec={"retry": {"maxAttempts": 2}},
-        annotations={"sundial.dev/redrive": "r1"},
+        annotations={names.REDRIVE_ANNOTATION: "r1"},
         dead=(dead_letter(hours_after(-2), 2), dead_letter(hours_after(-1), 1)),
         now=seconds_after(600),
         expect_events=("Normal Redriven", "Normal SuccessfulCreate", "Normal SuccessfulCreate"),
@@ -171,7 +172,7 @@ CASES = [
     ),
     Case(
         id="an already handled redrive token does nothing",
-        annotations={"sundial.dev/redrive": "r1"},
+        annotations={names.REDRIVE_ANNOTATION: "r1"},
         handled_redrive="r1",
         dead=(dead_letter(hours_after(-2), 2),),
         now=seconds_after(600),
@@ -220,7 +221,7 @@ def test_replace_deletes_a_never_seen_job_by_name_only() -> None:
 
 
 def test_a_manual_run_echoes_its_token_and_records_its_trigger() -> None:
-    obj = make_obj(raw_spec(), annotations={"sundial.dev/trigger": "2026-05-11T10:10:00Z"}, status=status())
+    obj = make_obj(raw_spec(), annotations={names.TRIGGER_ANNOTATION: "2026-05-11T10:10:00Z"}, status=status())
     result = plan(obj, [], context(seconds_after(600)))
     assert result.status.last_handled_trigger == "2026-05-11T10:10:00Z"
     (run,) = result.status.active
@@ -230,12 +231,12 @@ def test_a_manual_run_echoes_its_token_and_records_its_trigger() -> None:
 
 def test_a_second_trigger_in_the_same_second_is_skipped_rather_than_run_twice() -> None:
     first = plan(
-        make_obj(raw_spec(), annotations={"sundial.dev/trigger": "a"}, status=status()),
+        make_obj(raw_spec(), annotations={names.TRIGGER_ANNOTATION: "a"}, status=status()),
         [],
         context(seconds_after(600.1)),
     )
     second = plan(
-        make_obj(raw_spec(), annotations={"sundial.dev/trigger": "b"}, status=first.status),
+        make_obj(raw_spec(), annotations={names.TRIGGER_ANNOTATION: "b"}, status=first.status),
         [],
         context(seconds_after(600.7)),
     )
@@ -246,7 +247,7 @@ def test_a_second_trigger_in_the_same_second_is_skipped_rather_than_run_twice() 
 def test_a_redrive_clears_dead_letters_closes_the_circuit_and_resets_the_count() -> None:
     obj = make_obj(
         raw_spec(retry={"maxAttempts": 3}, deadLetter={"suspendAfter": 1}),
-        annotations={"sundial.dev/redrive": "r1"},
+        annotations={names.REDRIVE_ANNOTATION: "r1"},
         status=status(
             dead_letters=(dead_letter(hours_after(-1), 3),),
             consecutive_dead_letters=1,

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from sundial import schedule
 from sundial.model import ScheduledJobStatus
+from sundial.planner import names
 from sundial.planner.actions import CreateJob, DeleteJob, EmitEvent
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.planning import plan
@@ -123,9 +124,9 @@ def simulate(
     for step in range(steps):
         now += timedelta(seconds=rng.choice([1, 7, 45, 300, 1200, 4000]), microseconds=rng.randrange(1_000_000))
         if tokens and rng.random() < 0.15:
-            annotations["sundial.dev/trigger"] = f"t{step}"
+            annotations[names.TRIGGER_ANNOTATION] = f"t{step}"
         if tokens and rng.random() < 0.15:
-            annotations["sundial.dev/redrive"] = f"r{step}"
+            annotations[names.REDRIVE_ANNOTATION] = f"r{step}"
         if tokens and rng.random() < 0.1:
             spec = {**spec, "suspend": not spec.get("suspend", False)}
             generation += 1
@@ -188,7 +189,7 @@ statuses = st.builds(
     status=statuses,
     generation=st.integers(0, 2),
     annotations=st.dictionaries(
-        st.sampled_from(["sundial.dev/trigger", "sundial.dev/redrive"]), st.sampled_from(["t", "u"])
+        st.sampled_from([names.TRIGGER_ANNOTATION, names.REDRIVE_ANNOTATION]), st.sampled_from(["t", "u"])
     ),
     offset=st.integers(-3600, 86_400 * 3),
 )

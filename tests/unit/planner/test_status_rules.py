@@ -8,6 +8,7 @@ import pytest
 
 from sundial.model import RunRecord, RunResult, Trigger
 from sundial.model.status import MAX_RECENT_RUNS
+from sundial.planner import names
 from sundial.planner.observed import JobPhase
 from sundial.planner.planning import plan
 
@@ -115,6 +116,6 @@ def test_recent_runs_are_bounded_keeping_the_newest_last() -> None:
 
 
 def test_an_object_being_deleted_starts_no_new_job() -> None:
-    obj = make_obj(raw_spec(), status=status(), deleting=True, annotations={"sundial.dev/trigger": "x"})
+    obj = make_obj(raw_spec(), status=status(), deleting=True, annotations={names.TRIGGER_ANNOTATION: "x"})
     result = plan(obj, [], context(hours_after(1, T) + timedelta(seconds=5)))
     assert creates(result) == []

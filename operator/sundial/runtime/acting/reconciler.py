@@ -219,9 +219,11 @@ class Reconciler:
                     )
                     if isinstance(deleted, results.Done) and deleted.existed:
                         message = f"Deleted job {action.name} ({action.reason})"
-                        self._event(shard, obj, "Normal", "SuccessfulDelete", message)
+                        self._event(
+                            shard, obj, actions.EventType.NORMAL, actions.EventReason.SUCCESSFUL_DELETE, message
+                        )
                 case actions.EmitEvent():
-                    self._event(shard, obj, action.type.value, action.reason.value, action.message)
+                    self._event(shard, obj, action.type, action.reason, action.message)
                 case actions.DeleteScheduledJob():
                     self._lead.check(shard)
                     await self._retrying(
@@ -252,8 +254,8 @@ class Reconciler:
                 self._event(
                     shard,
                     obj,
-                    "Warning",
-                    "UnexpectedJob",
+                    actions.EventType.WARNING,
+                    actions.EventReason.UNEXPECTED_JOB,
                     f"Job {name} exists but is not controlled by this ScheduledJob "
                     f"(controller uid {owner}); left alone",
                 )
@@ -270,15 +272,24 @@ class Reconciler:
                 return True
         return False
 
-    def _event(self, shard: int, obj: model.ScheduledJob, type_: str, reason: str, message: str) -> None:
+    def _event(
+        self,
+        shard: int,
+        obj: model.ScheduledJob,
+        type_: actions.EventType,
+        reason: actions.EventReason,
+        message: str,
+    ) -> None:
         """Recorded only while this replica acts for the shard; sent in the background, best effort."""
         if self._lead.acting(shard):
-            self._events.record(obj.metadata, type_, reason, message, guard=functools.partial(self._lead.check, shard))
+            self._events.record(
+                obj.metadata, type_.value, reason.value, message, guard=functools.partial(self._lead.check, shard)
+            )
 
     def _count(self, old: model.ScheduledJobStatus, new: model.ScheduledJobStatus) -> None:
         """Counters from the status deltas the claim just recorded."""
         for field, counter in self._metrics.by_status_counter.items():
-            counter.inc(max(0, getattr(new.counters, field) - getattr(old.counters, field)))
+            counter.inc(max(0, getattr(new.counters, field.value) - getattr(old.counters, field.value)))
 
     def _settle(self, key: Key, status: model.ScheduledJobStatus) -> None:
         """After a complete pass: drop tombstones and synthetic Jobs the status no longer needs."""

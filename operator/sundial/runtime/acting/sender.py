@@ -38,7 +38,7 @@ from sundial import model
 from sundial.kube import objects, ratelimits, requests, results
 from sundial.runtime.acting.series import MAX_QUEUE, MAX_SERIES, Series, SeriesBook, SeriesKey, Throttled
 from sundial.runtime.fencing import NotActingError
-from sundial.runtime.serving.metrics import Metrics
+from sundial.runtime.serving.metrics import EventResult, Metrics
 from sundial.runtime.settings import EventSettings
 
 logger = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ class EventRecorder:
                 instance=self._identity,
             )
         except NotActingError:
-            self._results.labels(result="dropped").inc(count)  # the shard moved on: not ours to write
+            self._results.labels(result=EventResult.DROPPED).inc(count)  # the shard moved on: not ours to write
             return
         except Exception as error:
             self._failed(series, "create", error)
@@ -191,7 +191,7 @@ class EventRecorder:
         finally:  # a failed (or cancelled) create forgets the series: its next occurrence starts a new one
             requests.SEND_GUARD.reset(fence)
             self._book.unqueue(key)
-        self._results.labels(result="created").inc()
+        self._results.labels(result=EventResult.CREATED).inc()
         self._book.created(key, series, name=name, count=count, interval=self._interval)
 
     async def _patch(self, key: SeriesKey, series: Series) -> None:
@@ -211,7 +211,7 @@ class EventRecorder:
             self._book.restore(series, count, first)  # ``count`` is absolute: sending it again is harmless
             raise
         except NotActingError:
-            self._results.labels(result="dropped").inc(count)  # the shard moved on: not ours to write
+            self._results.labels(result=EventResult.DROPPED).inc(count)  # the shard moved on: not ours to write
             return
         except Exception as error:
             self._book.restore(series, count, first)  # kept for the next interval, never retried right away
@@ -224,11 +224,11 @@ class EventRecorder:
             self._book.restore(series, count, first)
             self._book.gone(key, series)
             return
-        self._results.labels(result="patched").inc()
+        self._results.labels(result=EventResult.PATCHED).inc()
         series.count += count
 
     def _failed(self, series: Series, verb: str, error: Exception) -> None:
-        self._results.labels(result="failed").inc()
+        self._results.labels(result=EventResult.FAILED).inc()
         self._failed_log.log(
             "could not %s Event %s on %s/%s: %s",
             verb,

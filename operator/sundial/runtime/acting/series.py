@@ -33,6 +33,8 @@ from datetime import datetime
 from typing import Any
 
 from sundial import model
+from sundial.planner.actions import EventType
+from sundial.runtime.serving.metrics import EventResult
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +44,6 @@ MAX_QUEUE = 10_000
 MAX_SERIES = 16_384
 #: Seconds between two log lines about dropped or failed Events.
 LOG_EVERY = 30.0
-WARNING = "Warning"
 
 #: (namespace, involved object's UID, type, reason)
 SeriesKey = tuple[str, str, str, str]
@@ -129,13 +130,13 @@ class SeriesBook:
             series = self._unsent.get(key)
         if series is not None:
             series.guard = guard
-            self._results.labels(result="aggregated").inc()
+            self._results.labels(result=EventResult.AGGREGATED).inc()
             self._occur(series, message, now)
             if key in self._sent and series.pending == 1:
                 self.schedule(key, series)
             return
         if len(self._unsent) >= self._max_queue:
-            self._results.labels(result="dropped").inc()
+            self._results.labels(result=EventResult.DROPPED).inc()
             self.dropped_log.log(
                 "Event queue full (%d series waiting): dropped %s %s on %s/%s",
                 len(self._unsent),
@@ -148,7 +149,7 @@ class SeriesBook:
         series = Series(involved=involved, type_=type_, reason=reason, message=message, last=now, guard=guard)
         self._occur(series, message, now)
         self._unsent[key] = series
-        self._creates[type_ == WARNING].append(key)
+        self._creates[type_ == EventType.WARNING].append(key)
         self.wakeup.set()
 
     @staticmethod
@@ -223,7 +224,7 @@ class SeriesBook:
         while len(self._sent) > self._max_series:
             _, evicted = self._sent.popitem(last=False)
             if evicted.pending:
-                self._results.labels(result="dropped").inc(evicted.pending)
+                self._results.labels(result=EventResult.DROPPED).inc(evicted.pending)
                 self.dropped_log.log(
                     "Event series cache full (%d): dropped %d pending occurrence(s) of %s on %s/%s",
                     self._max_series,
@@ -238,7 +239,7 @@ class SeriesBook:
         self._sent.pop(key, None)
         series.name, series.count = "", 0
         self._unsent[key] = series
-        self._creates[series.type_ == WARNING].appendleft(key)
+        self._creates[series.type_ == EventType.WARNING].appendleft(key)
 
     @staticmethod
     def restore(series: Series, count: int, first: datetime | None) -> None:

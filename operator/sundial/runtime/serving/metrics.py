@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from sundial.model.status import StatusCounter
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
 HANDOFF_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120)
 API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+class EventResult(StrEnum):
+    """Values of the ``result`` label of ``sundial_events_total``."""
+
+    CREATED = "created"
+    """An Event created (the first occurrence of a series)."""
+    PATCHED = "patched"
+    """An Event's count and last time patched (later occurrences)."""
+    AGGREGATED = "aggregated"
+    """An occurrence counted into an existing series, to be written with its next patch."""
+    DROPPED = "dropped"
+    """An occurrence lost to a full queue or cache, or to a shard this replica no longer acts for."""
+    FAILED = "failed"
+    """An API write that failed (Events are best effort: never retried)."""
 
 
 class Metrics:
@@ -33,12 +52,12 @@ class Metrics:
         self.retried = Counter("sundial_attempts_retried", "Retry attempts started (attempt 2 on).", registry=r)
         #: Each ``status.counters`` field and the metric that counts its increases.
         self.by_status_counter = {
-            "missed": self.missed,
-            "skipped": self.skipped,
-            "dead_lettered": self.dead_lettered,
-            "succeeded": self.succeeded,
-            "failed": self.attempts_failed,
-            "retried": self.retried,
+            StatusCounter.MISSED: self.missed,
+            StatusCounter.SKIPPED: self.skipped,
+            StatusCounter.DEAD_LETTERED: self.dead_lettered,
+            StatusCounter.SUCCEEDED: self.succeeded,
+            StatusCounter.FAILED: self.attempts_failed,
+            StatusCounter.RETRIED: self.retried,
         }
         self.active_runs = Gauge("sundial_active_runs", "Runs with an active attempt.", registry=r)
         self.leases_held = Gauge("sundial_leases_held", "Shard Leases this replica holds.", registry=r)
@@ -66,7 +85,7 @@ class Metrics:
             ["result"],
             registry=r,
         )
-        for result in ("created", "patched", "aggregated", "dropped", "failed"):
+        for result in EventResult:
             self.events.labels(result=result)
         self.api_requests = Counter(
             "sundial_api_requests", "Kubernetes API requests.", ["verb", "resource", "code"], registry=r

@@ -9,12 +9,7 @@ from typing import Any
 from sundial import schedule
 from sundial.kube import objects
 from sundial.planner import names
-from sundial.planner.observed import JobPhase, ObservedJob
-
-#: failure_reason of a Job deleted before it finished (the "worker crashed" case, DESIGN §4).
-JOB_LOST = "JobLost"
-#: failure_reason of a Job the API server refused to create (422): the run is dead-lettered at once.
-INVALID_JOB_TEMPLATE = "InvalidJobTemplate"
+from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
 
 
 def _time(value: Any) -> datetime | None:
@@ -55,12 +50,12 @@ def observe(body: Mapping[str, Any], *, deleted: bool = False) -> ObservedJob:
         finished = _time(status.get("completionTime")) or _time(complete.get("lastTransitionTime"))
     elif failed is not None:
         phase = JobPhase.FAILED
-        reason = str(failed.get("reason") or "Failed")
+        reason = str(failed.get("reason") or FailureReason.FAILED)
         message = str(failed.get("message") or "")
         finished = _time(failed.get("lastTransitionTime"))
     elif deleted:
         phase = JobPhase.DELETED
-        reason, message = JOB_LOST, "the Job was deleted before it finished"
+        reason, message = FailureReason.JOB_LOST, "the Job was deleted before it finished"
     else:
         phase = JobPhase.ACTIVE
     return ObservedJob(
@@ -91,6 +86,6 @@ def invalid(
         attempt=attempt,
         created_at=now,
         finished_at=now,
-        failure_reason=INVALID_JOB_TEMPLATE,
+        failure_reason=FailureReason.INVALID_JOB_TEMPLATE,
         failure_message=message,
     )

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from sundial.model import resource
+from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType
 from sundial.planner import names
 from sundial.planner.observed import ObservedJob
 from sundial.runtime.watch import jobs
@@ -47,13 +47,13 @@ KEPT_METADATA = (
     "annotations",
 )
 #: Annotations kept: Sundial's own (the trigger and redrive tokens, DESIGN §5).
-KEPT_ANNOTATION_PREFIX = f"{resource.GROUP}/"
+KEPT_ANNOTATION_PREFIX = names.PREFIX
 
 
 #: A typical ScheduledJob (field names, common values): the start of the compression dictionary.
 _TYPICAL: dict[str, Any] = {
     "metadata": {"name": "", "namespace": "", "uid": "", "generation": 1, "resourceVersion": "",
-                 "creationTimestamp": "", "annotations": {"sundial.dev/trigger": "", "sundial.dev/redrive": ""}},
+                 "creationTimestamp": "", "annotations": {names.TRIGGER_ANNOTATION: "", names.REDRIVE_ANNOTATION: ""}},
     "spec": {
         "schedule": "0 0 * * *", "timeZone": "UTC", "suspend": False, "concurrencyPolicy": "Forbid",
         "startingDeadlineSeconds": 0, "jitter": "0s", "catchUp": {"window": "1h", "policy": "Latest", "maxRuns": 10},
@@ -76,12 +76,13 @@ _TYPICAL: dict[str, Any] = {
     },
     "status": {
         "active": [], "conditions": [
-            {"lastTransitionTime": "", "message": "", "observedGeneration": 1, "reason": "NotSuspended",
-             "status": "False", "type": "Suspended"},
-            {"lastTransitionTime": "", "message": "", "observedGeneration": 1, "reason": "NoDeadLetters",
-             "status": "False", "type": "DeadLettered"},
-            {"lastTransitionTime": "", "message": "next run at ", "observedGeneration": 1, "reason": "Scheduled",
-             "status": "True", "type": "Ready"}],
+            {"lastTransitionTime": "", "message": "", "observedGeneration": 1,
+             "reason": ConditionReason.NOT_SUSPENDED, "status": ConditionStatus.FALSE, "type": ConditionType.SUSPENDED},
+            {"lastTransitionTime": "", "message": "", "observedGeneration": 1,
+             "reason": ConditionReason.NO_DEAD_LETTERS, "status": ConditionStatus.FALSE,
+             "type": ConditionType.DEAD_LETTERED},
+            {"lastTransitionTime": "", "message": "next run at ", "observedGeneration": 1,
+             "reason": ConditionReason.SCHEDULED, "status": ConditionStatus.TRUE, "type": ConditionType.READY}],
         "consecutiveDeadLetters": 0,
         "counters": {"deadLettered": 0, "failed": 0, "missed": 0, "retried": 0, "runs": 0, "skipped": 0,
                      "succeeded": 0},

@@ -12,7 +12,7 @@ import pytest
 from sundial import model
 from sundial.kube import leases, ratelimits, requests, results
 from sundial.model.status import ScheduledJobStatus
-from sundial.planner import actions
+from sundial.planner import actions, names
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.runtime.acting.reconciler import Reconciler
@@ -92,7 +92,7 @@ class FakePlanner:
 
 
 CREATE = actions.CreateJob(
-    manifest={"metadata": {"name": "nightly-1-1", "labels": {"sundial.dev/scheduledjob": "nightly"}}},
+    manifest={"metadata": {"name": "nightly-1-1", "labels": {names.SCHEDULED_JOB_LABEL: "nightly"}}},
     scheduled_time=datetime(2026, 3, 1, 2, 30, tzinfo=UTC),
     attempt=1,
 )

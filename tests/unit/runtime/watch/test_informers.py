@@ -7,6 +7,7 @@ from typing import Any
 import kopf
 from kopf._cogs.structs import references
 
+from sundial.planner import names
 from sundial.runtime.watch import informers
 
 JOBS = references.Resource("batch", "v1", "jobs", kind="Job", singular="job", namespaced=True, verbs=["list", "watch"])
@@ -18,7 +19,7 @@ SCHEDULED_JOBS = references.Resource(
 
 def test_jobs_are_selected_by_label_on_the_server_and_scheduled_jobs_are_not_filtered() -> None:
     settings = informers.operator_settings()
-    assert list(settings.watching.label_selectors.collect(JOBS)) == ["sundial.dev/scheduledjob"]
+    assert list(settings.watching.label_selectors.collect(JOBS)) == [names.SCHEDULED_JOB_LABEL]
     assert list(settings.watching.label_selectors.collect(SCHEDULED_JOBS)) == []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from sundial.planner import names
 from sundial.runtime.watch.intake import Intake
 from sundial.runtime.watch.store import Key, Store
 
@@ -26,8 +27,8 @@ def job(name: str) -> dict[str, Any]:
             "namespace": "team-a",
             "uid": f"uid-{name}",
             "resourceVersion": "9",
-            "labels": {"sundial.dev/scheduledjob": "nightly"},
-            "annotations": {"sundial.dev/nominal-time": "2026-11-29T10:30:00Z", "sundial.dev/attempt": "1"},
+            "labels": {names.SCHEDULED_JOB_LABEL: "nightly"},
+            "annotations": {names.SCHEDULED_TIME_ANNOTATION: "2026-11-29T10:30:00Z", names.ATTEMPT_ANNOTATION: "1"},
         },
         "status": {},
     }

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sundial.planner.observed import JobPhase
+from sundial.planner import names
+from sundial.planner.observed import FailureReason, JobPhase
 from sundial.runtime.watch import jobs
 from sundial.runtime.watch.store import Store
 
@@ -26,10 +27,10 @@ def job(
             "name": name,
             "namespace": "team-a",
             "uid": f"uid-{name}",
-            "labels": {"sundial.dev/scheduledjob": owner},
+            "labels": {names.SCHEDULED_JOB_LABEL: owner},
             "annotations": annotations
             if annotations is not None
-            else {"sundial.dev/scheduled-time": "2026-03-01T02:30:00Z", "sundial.dev/attempt": "2"},
+            else {names.SCHEDULED_TIME_ANNOTATION: "2026-03-01T02:30:00Z", names.ATTEMPT_ANNOTATION: "2"},
             "creationTimestamp": "2026-03-01T02:30:01Z",
             "ownerReferences": [*refs, {"kind": "Other", "uid": "x"}],
         },
@@ -69,7 +70,7 @@ def test_a_false_condition_is_not_terminal() -> None:
 
 
 def test_unparsable_annotations_and_no_controller_become_none() -> None:
-    body = job(annotations={"sundial.dev/scheduled-time": "yesterday", "sundial.dev/attempt": "two"},
+    body = job(annotations={names.SCHEDULED_TIME_ANNOTATION: "yesterday", names.ATTEMPT_ANNOTATION: "two"},
                controller_uid=None)  # fmt: skip
     observed = jobs.observe(body)
     assert (observed.scheduled_time, observed.attempt, observed.owner_uid) == (None, None, None)
@@ -78,7 +79,7 @@ def test_unparsable_annotations_and_no_controller_become_none() -> None:
 def test_an_unfinished_job_deleted_is_lost() -> None:
     observed = jobs.observe(job(), deleted=True)
     assert observed.phase is JobPhase.DELETED
-    assert observed.failure_reason == jobs.JOB_LOST
+    assert observed.failure_reason == FailureReason.JOB_LOST
 
 
 def test_store_groups_jobs_by_owner_label_even_before_the_owner_is_seen() -> None:

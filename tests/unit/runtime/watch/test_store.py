@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sundial import model
-from sundial.planner import planning
+from sundial.planner import names, planning
 from sundial.planner.plans import Context
 from sundial.runtime.watch import jobs
 from sundial.runtime.watch.store import Store, slim_scheduled_job
@@ -32,8 +32,8 @@ def scheduled_job(*, status: dict[str, Any] | None = None) -> dict[str, Any]:
             "creationTimestamp": "2026-11-29T09:00:00Z",
             "labels": {"app.kubernetes.io/name": "nightly", "team": "analytics"},
             "annotations": {
-                "sundial.dev/trigger": "t-1",
-                "sundial.dev/redrive": "r-1",
+                names.TRIGGER_ANNOTATION: "t-1",
+                names.REDRIVE_ANNOTATION: "r-1",
                 "kubectl.kubernetes.io/last-applied-configuration": '{"apiVersion":"sundial.dev/v1alpha1"}',
                 "owner.example.com/contact": "oncall@example.com",
             },
@@ -92,7 +92,7 @@ def test_managed_fields_labels_and_foreign_annotations_are_not_kept() -> None:
     assert set(kept) == {"metadata", "spec"}
     assert "managedFields" not in meta and "labels" not in meta
     assert "finalizers" not in meta and "ownerReferences" not in meta
-    assert meta["annotations"] == {"sundial.dev/trigger": "t-1", "sundial.dev/redrive": "r-1"}
+    assert meta["annotations"] == {names.TRIGGER_ANNOTATION: "t-1", names.REDRIVE_ANNOTATION: "r-1"}
     assert {k: meta[k] for k in ("name", "namespace", "uid", "generation", "resourceVersion")} == {
         "name": "nightly",
         "namespace": "team-a",
@@ -176,8 +176,8 @@ def _job(name: str, *, conditions: list[dict[str, Any]] | None = None) -> dict[s
             "name": name,
             "namespace": "team-a",
             "uid": f"uid-{name}",
-            "labels": {"sundial.dev/scheduledjob": "nightly"},
-            "annotations": {"sundial.dev/scheduled-time": "2026-11-29T02:00:00Z", "sundial.dev/attempt": "1"},
+            "labels": {names.SCHEDULED_JOB_LABEL: "nightly"},
+            "annotations": {names.SCHEDULED_TIME_ANNOTATION: "2026-11-29T02:00:00Z", names.ATTEMPT_ANNOTATION: "1"},
             "creationTimestamp": "2026-11-29T02:00:01Z",
             "ownerReferences": [{"kind": "ScheduledJob", "uid": "sj-uid", "controller": True}],
             "managedFields": [{"manager": "kube-controller-manager", "fieldsV1": {"f:status": {}}}],
@@ -245,7 +245,7 @@ def test_kept_bodies_are_compressed_and_decode_exactly() -> None:
 def test_a_huge_first_object_does_not_become_the_dictionary() -> None:
     store = Store()
     huge = scheduled_job()
-    huge["metadata"]["annotations"]["sundial.dev/trigger"] = "t" * 40_000
+    huge["metadata"]["annotations"][names.TRIGGER_ANNOTATION] = "t" * 40_000
     store.put_scheduled_job(huge)
     store.put_scheduled_job(
         scheduled_job(status={"observedGeneration": 1}) | {"metadata": {"name": "small", "namespace": "team-a"}}

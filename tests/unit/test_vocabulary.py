@@ -1,0 +1,119 @@
+"""The wire vocabulary, pinned as literals: renaming a constant must not silently change what users see.
+
+Every other test imports the constants; this one spells the values out once, as the Kubernetes API, the
+kubectl plugin, Argo CD and users' own automation see them (DESIGN §1, §4-§8).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import pytest
+
+from sundial.model import enums, resource, status
+from sundial.planner import actions, names, observed
+from sundial.runtime.serving import metrics
+
+KEYS = {
+    names.SCHEDULED_JOB_LABEL: "sundial.dev/scheduledjob",
+    names.SCHEDULED_TIME_ANNOTATION: "sundial.dev/scheduled-time",
+    names.ATTEMPT_ANNOTATION: "sundial.dev/attempt",
+    names.IDEMPOTENCY_KEY_ANNOTATION: "sundial.dev/idempotency-key",
+    names.FENCING_TOKEN_ANNOTATION: "sundial.dev/fencing-token",
+    names.TRIGGER_ANNOTATION: "sundial.dev/trigger",
+    names.REDRIVE_ANNOTATION: "sundial.dev/redrive",
+    names.SCHEDULED_TIME_ENV: "SUNDIAL_SCHEDULED_TIME",
+    names.ATTEMPT_ENV: "SUNDIAL_ATTEMPT",
+    names.IDEMPOTENCY_KEY_ENV: "SUNDIAL_IDEMPOTENCY_KEY",
+    names.FENCING_TOKEN_ENV: "SUNDIAL_FENCING_TOKEN",
+    names.API_VERSION: "sundial.dev/v1alpha1",
+    names.PREFIX: "sundial.dev/",
+}
+
+ENUMS: dict[type[StrEnum], set[str]] = {
+    enums.Trigger: {"schedule", "catch-up", "retry", "manual", "redrive"},
+    enums.RunResult: {"Succeeded", "DeadLettered", "Replaced"},
+    enums.DeadLetterReason: {"MaxAttemptsExceeded", "MaxRunAgeExceeded", "InvalidJobTemplate"},
+    enums.ConditionType: {"Ready", "Suspended", "DeadLettered", "Complete"},
+    enums.ConditionStatus: {"True", "False", "Unknown"},
+    enums.ConditionReason: {
+        "Scheduled",
+        "Suspended",
+        "CircuitOpen",
+        "ConsecutiveDeadLetters",
+        "NotSuspended",
+        "NoDeadLetters",
+        "Complete",
+        "Pending",
+        "InvalidSchedule",
+        "InvalidSpec",
+    },
+    enums.CompleteReason: {"Succeeded", "DeadLettered", "Missed"},
+    status.StatusCounter: {"runs", "succeeded", "failed", "retried", "missed", "skipped", "dead_lettered"},
+    observed.FailureReason: {"Failed", "JobLost", "UnexpectedJob", "InvalidJobTemplate"},
+    actions.DeleteReason: {"HistoryLimit", "Replaced"},
+    actions.EventType: {"Normal", "Warning"},
+    actions.EventReason: {
+        "SuccessfulCreate",
+        "SawCompletedJob",
+        "SuccessfulDelete",
+        "MissedSchedule",
+        "RunSkipped",
+        "RunReplaced",
+        "UnexpectedJob",
+        "InvalidSchedule",
+        "InvalidSpec",
+        "DeadLettered",
+        "Retrying",
+        "JobLost",
+        "CircuitOpen",
+        "Triggered",
+        "Redriven",
+        "Completed",
+    },
+    metrics.EventResult: {"created", "patched", "aggregated", "dropped", "failed"},
+}
+
+
+@pytest.mark.parametrize("constant", list(KEYS), ids=list(KEYS.values()))
+def test_keys_and_environment_variables_keep_their_wire_values(constant: str) -> None:
+    assert constant == KEYS[constant]
+
+
+@pytest.mark.parametrize("kind", list(ENUMS), ids=[kind.__name__ for kind in ENUMS])
+def test_enums_keep_their_wire_values(kind: type[StrEnum]) -> None:
+    assert {member.value for member in kind} == ENUMS[kind]
+
+
+def test_every_label_and_annotation_key_is_in_sundials_prefix() -> None:
+    for key in (names.SCHEDULED_JOB_LABEL, *names.JOB_ANNOTATIONS, *names.TOKEN_ANNOTATIONS):
+        assert key.startswith(names.PREFIX) and key.startswith(f"{resource.GROUP}/")
+
+
+def test_status_counters_are_exactly_the_counters_fields() -> None:
+    assert {counter.value for counter in status.StatusCounter} == set(status.Counters.model_fields)
+
+
+def test_the_metrics_table_counts_every_status_counter_but_runs() -> None:
+    # ``runs`` has its own metric (sundial_runs_started), counted when the first Job is created.
+    table = metrics.Metrics().by_status_counter
+    assert set(table) == set(status.StatusCounter) - {status.StatusCounter.RUNS}
+
+
+def test_condition_reasons_that_are_also_event_reasons_share_the_value() -> None:
+    # An invalid spec emits a Warning Event named after the Ready=False condition's reason.
+    for reason in (enums.ConditionReason.INVALID_SCHEDULE, enums.ConditionReason.INVALID_SPEC):
+        assert actions.EventReason(reason) == reason
+
+
+def test_the_event_reasons_of_design_section_8_exist() -> None:
+    named = {"SuccessfulCreate", "SawCompletedJob", "MissedSchedule", "RunSkipped", "UnexpectedJob"}
+    assert named | {"InvalidSchedule", "DeadLettered", "Retrying"} <= {r.value for r in actions.EventReason}
+
+
+def test_a_long_name_gets_a_short_hashed_label_value_and_the_selector_uses_it() -> None:
+    name = "a" * 70
+    value = names.scheduled_job_label_value(name)
+    assert len(value) <= names.MAX_LABEL_LENGTH and value != name
+    assert names.job_selector(name) == f"sundial.dev/scheduledjob={value}"
+    assert names.job_selector("nightly") == "sundial.dev/scheduledjob=nightly"
