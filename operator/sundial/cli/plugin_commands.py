@@ -34,15 +34,9 @@ def next_times(obj: ScheduledJob, *, after: datetime, count: int) -> list[dateti
     spec = obj.spec
     if spec is None:
         return []
-    if spec.schedule is None:
-        return [spec.run_at] if spec.run_at is not None and spec.run_at > after else []
-    timetable = spec.timetable(uid=obj.metadata.uid)
+    when = spec.when(uid=obj.metadata.uid, created=obj.metadata.creation_timestamp or after)
     result: list[datetime] = []
-    for instant in timetable.iter_after(after):
-        if spec.end_time is not None and instant > spec.end_time:
-            break
-        if spec.start_time is not None and instant < spec.start_time:
-            continue
+    for instant in when.iter_after(after):
         result.append(instant)
         if len(result) >= count:
             break

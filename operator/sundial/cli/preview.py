@@ -1,7 +1,8 @@
 """``sundial preview``: the next nominal run times of a schedule, without jitter.
 
-Uses the same :mod:`sundial.schedule` code as the operator, so a preview never disagrees with reality.
-The clock is read here and only here (``now`` is injectable for tests). Imports no Kubernetes client.
+Asks the same :class:`sundial.schedule.When` the operator's planner asks, so a preview never disagrees
+with reality. The clock is read here and only here (``now`` is injectable for tests). Imports no Kubernetes
+client.
 """
 
 from __future__ import annotations
@@ -72,16 +73,18 @@ def run(args: argparse.Namespace, *, now: Callable[[], datetime] = _system_now) 
 def _preview(args: argparse.Namespace, *, now: Callable[[], datetime]) -> tuple[list[datetime], str]:
     if not 1 <= args.count <= MAX_COUNT:
         raise schedule.ScheduleError("count", f"must be between 1 and {MAX_COUNT}, got {args.count}")
-    timetable = schedule.build_timetable(
-        args.schedule,
-        time_zone=args.time_zone,
-        uid=args.uid,
-        skipped=args.daylight_saving_skipped,
-        repeated=args.daylight_saving_repeated,
+    when = schedule.recurring(
+        schedule.build_timetable(
+            args.schedule,
+            time_zone=args.time_zone,
+            uid=args.uid,
+            skipped=args.daylight_saving_skipped,
+            repeated=args.daylight_saving_repeated,
+        )
     )
     after = schedule.parse_rfc3339(args.after, field="after") if args.after else now()
     times: list[datetime] = []
-    for instant in timetable.iter_after(after):
+    for instant in when.iter_after(after):
         times.append(instant)
         if len(times) == args.count:
             break

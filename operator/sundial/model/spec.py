@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
@@ -11,7 +11,7 @@ from sundial import schedule
 from sundial.model.base import SpecModel
 from sundial.model.enums import ConcurrencyPolicy
 from sundial.model.types import Duration, Timestamp
-from sundial.schedule import Timetable
+from sundial.schedule import Timetable, When
 
 #: Longest accepted cron expression, time zone name and similar strings (mirrors the CRD's maxLength).
 MAX_SCHEDULE_LENGTH = 256
@@ -148,3 +148,11 @@ class ScheduledJobSpec(SpecModel):
             skipped=self.daylight_saving.skipped_time,
             repeated=self.daylight_saving.repeated_time,
         )
+
+    def when(self, *, uid: str, created: datetime) -> When:
+        """Where this object's nominal times come from: the one place cron and one-off specs become a
+        :class:`~sundial.schedule.When`. ``uid`` seeds ``H`` fields; ``created`` is the creation time (the
+        cron origin and the ASAP time)."""
+        if self.schedule is None:
+            return schedule.once(run_at=self.run_at, created=created, start=self.start_time, end=self.end_time)
+        return schedule.recurring(self.timetable(uid=uid), created=created, start=self.start_time, end=self.end_time)

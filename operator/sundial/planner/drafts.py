@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sundial import schedule
 from sundial.model.enums import CompleteReason
 from sundial.model.resource import ScheduledJob
 from sundial.model.spec import ScheduledJobSpec
@@ -37,6 +38,8 @@ class Draft:
     obj: ScheduledJob
     spec: ScheduledJobSpec
     context: Context
+    when: schedule.When
+    """Where the nominal times come from (cron or one-off alike): the planner asks only this."""
     active: list[ActiveRun]
     pending: list[PendingRetry]
     recent: list[RunRecord]
@@ -55,15 +58,17 @@ class Draft:
     finished_at: datetime | None
     actions: list[Action] = field(default_factory=list)
     one_off_outcome: CompleteReason | None = None
-    """How the one-off's run ended in this pass, if it did."""
+    """How the run of a finite source (a one-off) ended in this pass, if it did."""
 
     @classmethod
     def start(cls, obj: ScheduledJob, spec: ScheduledJobSpec, context: Context) -> Draft:
         status = obj.status
+        created = obj.metadata.creation_timestamp or context.now.replace(microsecond=0)
         return cls(
             obj=obj,
             spec=spec,
             context=context,
+            when=spec.when(uid=obj.metadata.uid, created=created),
             active=list(status.active),
             pending=list(status.pending_retries),
             recent=list(status.recent_runs),

@@ -1,11 +1,16 @@
-"""Which nominal times are due in this pass (DESIGN §3, §4 catch-up), for cron and one-off objects.
+"""Which nominal times are due in this pass (DESIGN §3, §4 catch-up), asked of the object's ``When``.
 
-Cron objects. ``status.scheduleCursor`` says every nominal time at or before it was handled (started,
-skipped or missed); on the first pass it is ``max(creationTimestamp, startTime - 1µs)``. The nominal
-times ``t`` in ``(cursor, min(now, endTime)]`` are enumerated (at most ``Context.max_enumerated_runs``:
-after a longer outage the newest ones are taken and the older ones count as missed without being
-listed). A time *fires* once ``now >= t + jitter_offset(uid, t, jitter)``; enumeration stops at the first
-time that has not fired, so the cursor never passes it. The fired times go through
+The planner never asks which kind of schedule it has: cron timetables and one-offs (``runAt``, or ASAP
+= ``creationTimestamp`` raised to ``startTime``) are both a :class:`sundial.schedule.When` (built once,
+in :meth:`ScheduledJobSpec.when`), and this module only asks it questions.
+
+``status.scheduleCursor`` says every nominal time at or before it was handled (started, skipped or
+missed); on the first pass it is the source's origin (cron: ``max(creationTimestamp, startTime - 1µs)``;
+a one-off has none and keeps no cursor until its time is handled). The nominal times ``t`` in
+``(cursor, min(now, endTime)]`` are enumerated (at most ``Context.max_enumerated_runs``: after a longer
+outage the newest ones are taken and the older ones count as missed without being listed). A time
+*fires* once ``now >= t + jitter_offset(uid, t, jitter)``; enumeration stops at the first time that has
+not fired, so the cursor never passes it. The fired times go through
 :func:`sundial.schedule.plan_catch_up` (window, policy, maxRuns): missed ones are counted, the others
 become new runs - the newest due one with trigger ``schedule``, older ones ``catch-up``. The cursor then
 moves to the newest handled time.
@@ -16,21 +21,20 @@ the suspension was first observed) are dropped - Temporal-like, a resumed schedu
 came due while it was paused. Times dropped after a user's ``suspend`` are not counted; times dropped
 after the dead-letter circuit was open are counted missed (the user did not ask for the pause).
 
-One-offs. The single nominal time is ``runAt``, or ``creationTimestamp`` (ASAP; raised to ``startTime``
-if that is later). It is handled once (the cursor records it) when it fires, under the same catch-up
-window; after ``endTime`` it is missed.
+A *finite* source (a one-off) owes its times: they are never dropped on resume, and one past
+``endTime`` is missed once ``endTime`` passes (:meth:`~sundial.schedule.When.past_end`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sundial import schedule
 from sundial.model.enums import Trigger
 from sundial.planner.drafts import Draft
 
-TICK = timedelta(microseconds=1)
+TICK = schedule.TICK
 
 
 @dataclass
@@ -46,42 +50,29 @@ class Due:
     cursor: datetime | None = None
 
 
-def first_cursor(draft: Draft) -> datetime:
-    """The cursor of an object that never handled a nominal time."""
-    created = draft.obj.metadata.creation_timestamp or draft.now
-    start = draft.spec.start_time
-    return max(created, start - TICK) if start is not None else created
-
-
 def fire_at(draft: Draft, nominal: datetime) -> datetime:
     """When a nominal time fires: nominal plus its deterministic jitter."""
     return nominal + schedule.jitter_offset(uid=draft.uid, nominal=nominal, jitter=draft.spec.jitter)
 
 
-def one_off_time(draft: Draft) -> datetime:
-    """The nominal time of a one-off object."""
-    if draft.spec.run_at is not None:
-        return draft.spec.run_at
-    created = draft.obj.metadata.creation_timestamp or draft.now.replace(microsecond=0)
-    start = draft.spec.start_time
-    return max(created, start) if start is not None else created
+def cursor(draft: Draft) -> datetime | None:
+    """The cursor: the stored one, else the source's origin (None: a one-off that handled nothing)."""
+    return draft.cursor or draft.when.origin
 
 
-def cron_due(draft: Draft, timetable: schedule.Timetable, *, resumed_since: datetime | None) -> Due:
-    """Due nominal times of a cron object (see the module docstring)."""
-    spec = draft.spec
-    cursor = draft.cursor or first_cursor(draft)
-    after = max(cursor, spec.start_time - TICK) if spec.start_time is not None else cursor
-    until = min(draft.now, spec.end_time) if spec.end_time is not None else draft.now
-    result = Due(cursor=cursor)
-    if until <= after:
-        return result
+def find_due(draft: Draft, *, resumed_since: datetime | None) -> Due:
+    """The due nominal times of this pass (see the module docstring)."""
+    when = draft.when
+    after = cursor(draft)
+    end = when.end
+    until = min(draft.now, end) if end is not None else draft.now
+    result = Due(cursor=after)
     limit = max(draft.context.max_enumerated_runs, 1)
-    times, more = timetable.between(after, until, limit=limit)
+    times, more = when.between(after, until, limit=limit)
     if more:
-        times, _ = timetable.latest_between(after, until, limit=limit)
+        times, _ = when.latest_between(after, until, limit=limit)
     dropping: list[datetime] = []
-    if resumed_since is not None:
+    if resumed_since is not None and not when.finite:
         dropping = [t for t in times if t >= resumed_since]
         times = times[: len(times) - len(dropping)]
     fired = []
@@ -98,54 +89,37 @@ def cron_due(draft: Draft, timetable: schedule.Timetable, *, resumed_since: date
     catch = schedule.plan_catch_up(
         fired,
         now=draft.now,
-        window=spec.catch_up.window,
-        policy=spec.catch_up.policy,
-        max_runs=spec.catch_up.max_runs,
+        window=draft.spec.catch_up.window,
+        policy=draft.spec.catch_up.policy,
+        max_runs=draft.spec.catch_up.max_runs,
         older_unlisted=more,
     )
     result.missed = list(catch.missed)
     result.missed_unlisted = catch.missed_uncounted
     newest = fired[-1] if fired and not blocked and not result.dropped else None
     result.to_run = [(t, Trigger.SCHEDULE if t == newest else Trigger.CATCH_UP) for t in catch.to_run]
+    lost = [] if blocked else when.past_end(result.cursor, now=draft.now)
+    if lost:
+        result.missed += lost
+        result.cursor = lost[-1]
     return result
 
 
-def one_off_due(draft: Draft) -> Due:
-    """The due run of a one-off object: at most once."""
-    nominal = one_off_time(draft)
-    result = Due(cursor=draft.cursor)
-    if draft.cursor is not None and draft.cursor >= nominal:
-        return result
-    end = draft.spec.end_time
-    if end is not None and nominal > end:
-        if draft.now >= end:
-            result.missed, result.cursor = [nominal], nominal
-        return result
-    if draft.now < fire_at(draft, nominal):
-        return result
-    result.cursor = nominal
-    catch = schedule.plan_catch_up(
-        [nominal],
-        now=draft.now,
-        window=draft.spec.catch_up.window,
-        policy=draft.spec.catch_up.policy,
-        max_runs=draft.spec.catch_up.max_runs,
-    )
-    result.missed = list(catch.missed)
-    result.to_run = [(t, Trigger.SCHEDULE) for t in catch.to_run]
-    return result
+def next_time(draft: Draft, *, paused: bool) -> datetime | None:
+    """The first nominal time not yet handled; while paused, an open-ended source's first one after now.
 
-
-def next_nominal(draft: Draft, timetable: schedule.Timetable, *, after: datetime) -> datetime | None:
-    """The first nominal time after ``after`` within ``[startTime, endTime]``."""
-    start = draft.spec.start_time
-    if start is not None:
-        after = max(after, start - TICK)
+    A finite source still owes its time while paused, so it stays the next one until it is handled.
+    """
+    after = cursor(draft)
+    if paused and after is not None and not draft.when.finite:
+        after = max(after, draft.now)
     try:
-        nominal = timetable.next_after(after)
+        return draft.when.next_after(after)
     except schedule.ScheduleError:
         return None
-    end = draft.spec.end_time
-    if nominal is None or (end is not None and nominal > end):
-        return None
-    return nominal
+
+
+def handled_all(draft: Draft) -> bool:
+    """Every owed time of a finite source is handled (the cursor reached :attr:`When.last`)."""
+    last = draft.when.last
+    return last is not None and draft.cursor is not None and draft.cursor >= last

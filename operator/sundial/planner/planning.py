@@ -64,7 +64,6 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
     spec = obj.spec
     if spec is None:
         return _invalid(obj, context)
-    timetable = spec.timetable(uid=obj.metadata.uid) if spec.schedule is not None else None
     draft = Draft.start(obj, spec, context)
     observed = _by_name(jobs)
 
@@ -82,11 +81,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         resumed_since = was_suspended.last_transition_time
     new_runs: list[tuple[datetime, Trigger, bool]] = []
     if not paused:
-        found = (
-            due.cron_due(draft, timetable, resumed_since=resumed_since)
-            if timetable is not None
-            else due.one_off_due(draft)
-        )
+        found = due.find_due(draft, resumed_since=resumed_since)
         draft.cursor = found.cursor
         circuit_drop = found.dropped if was_suspended and was_suspended.reason != ConditionReason.SUSPENDED else 0
         _miss(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
@@ -98,15 +93,14 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
     history.prune(draft, jobs)
 
     finished = _finish_one_off(draft)
-    next_time = _next_time(draft, timetable, paused=paused)
-    draft.next_schedule_time = next_time
+    draft.next_schedule_time = due.next_time(draft, paused=paused)
     _conditions(draft, finished=finished)
     status = draft.freeze()
     return Plan(
         status=status,
         write_status=_material(status) != _material(obj.status),
         actions=tuple(draft.actions),
-        wake_at=_wake_at(draft, timetable, paused=paused),
+        wake_at=_wake_at(draft, paused=paused),
     )
 
 
@@ -168,7 +162,7 @@ def _miss(draft: Draft, missed: Sequence[datetime], *, unlisted: bool, dropped: 
                 "missed without being counted"
             )
         draft.emit(EventReason.MISSED_SCHEDULE, "; ".join(parts), warning=True)
-    if spec.is_one_off and missed:
+    if draft.when.finite and missed:
         draft.one_off_outcome = CompleteReason.MISSED
 
 
@@ -222,17 +216,17 @@ def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], obse
 
 
 def _finish_one_off(draft: Draft) -> bool:
-    """Complete a one-off whose run ended; returns whether the object is complete."""
-    if not draft.spec.is_one_off:
+    """Complete a finite source's object (a one-off) whose run ended; returns whether it is complete."""
+    last = draft.when.last
+    if not draft.when.finite or last is None:
         return False
     found = conditions.find(draft.conditions, ConditionType.COMPLETE)
     if found is not None and found.status == ConditionStatus.TRUE:
         complete = True
     else:
-        nominal = due.one_off_time(draft)
-        handled = draft.cursor is not None and draft.cursor >= nominal
-        if handled and (nominal, False) not in draft.keys_in_flight():
-            outcome = draft.one_off_outcome or _outcome_from_history(draft, nominal)
+        handled = due.handled_all(draft)
+        if handled and (last, False) not in draft.keys_in_flight():
+            outcome = draft.one_off_outcome or _outcome_from_history(draft, last)
             _put(draft, ConditionType.COMPLETE, ConditionStatus.TRUE, outcome, _complete_message(outcome))
             draft.finished_at = draft.now
             draft.emit(EventReason.COMPLETED, f"Completed: {outcome}")
@@ -265,15 +259,6 @@ def _complete_message(outcome: CompleteReason) -> str:
         CompleteReason.DEAD_LETTERED: "the run was dead-lettered",
         CompleteReason.MISSED: "the run was missed and never started",
     }[outcome]
-
-
-def _next_time(draft: Draft, timetable: schedule.Timetable | None, *, paused: bool) -> datetime | None:
-    if timetable is None:
-        nominal = due.one_off_time(draft)
-        handled = draft.cursor is not None and draft.cursor >= nominal
-        return None if handled else nominal
-    cursor = draft.cursor or due.first_cursor(draft)
-    return due.next_nominal(draft, timetable, after=max(cursor, draft.now) if paused else cursor)
 
 
 def _put(
@@ -342,7 +327,7 @@ def _circuit_message(draft: Draft) -> str:
     )
 
 
-def _wake_at(draft: Draft, timetable: schedule.Timetable | None, *, paused: bool) -> datetime | None:
+def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
     now = draft.now
     candidates: list[datetime] = []
     upcoming = draft.next_schedule_time

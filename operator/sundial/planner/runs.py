@@ -127,7 +127,7 @@ def _record(run: ActiveRun, result: RunResult, finished: datetime) -> RunRecord:
 
 
 def _note_one_off(draft: Draft, run: ActiveRun | PendingRetry | DeadLetter, outcome: CompleteReason) -> None:
-    if draft.spec.is_one_off and not run.manual:
+    if draft.when.finite and not run.manual:
         draft.one_off_outcome = outcome
 
 

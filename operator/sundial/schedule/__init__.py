@@ -1,6 +1,7 @@
 """``sundial.schedule``: the pure time layer (DESIGN §3).
 
-Cron parsing (with Jenkins ``H``), time zones, DST policies, nominal run times, catch-up planning,
+Cron parsing (with Jenkins ``H``), time zones, DST policies, nominal run times and the one protocol over
+every kind of them (:class:`When`: cron and one-off alike), catch-up planning,
 jitter, retry backoff and RFC 3339/duration formats. Imports nothing else from ``sundial`` and never
 reads the clock: ``now`` and ``after`` are always arguments, and every instant is an aware UTC datetime.
 """
@@ -14,25 +15,32 @@ from sundial.schedule.jitter import jitter_offset
 from sundial.schedule.policies import CatchUpPolicy, RepeatedTime, SkippedTime
 from sundial.schedule.rfc3339 import format_rfc3339, parse_rfc3339
 from sundial.schedule.timetable import Timetable, build_timetable
+from sundial.schedule.whens import TICK, Once, Recurring, When, once, recurring
 from sundial.schedule.zones import load_zone, require_utc
 
 __all__ = [
+    "TICK",
     "CatchUp",
     "CatchUpPolicy",
     "CronExpression",
+    "Once",
+    "Recurring",
     "RepeatedTime",
     "ScheduleError",
     "SkippedTime",
     "Timetable",
+    "When",
     "backoff_delay",
     "build_timetable",
     "format_duration",
     "format_rfc3339",
     "jitter_offset",
     "load_zone",
+    "once",
     "parse_cron",
     "parse_duration",
     "parse_rfc3339",
     "plan_catch_up",
+    "recurring",
     "require_utc",
 ]
