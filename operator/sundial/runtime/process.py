@@ -15,6 +15,8 @@ from sundial.kube import connections, leases, objects, ratelimits, requests
 from sundial.runtime.acting import events
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.coordination import leasethread
+from sundial.runtime.coordination.decisions import LeaseTimings
+from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
 from sundial.runtime.serving import admission, heap, probes
@@ -70,15 +72,18 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
     listing = InitialListing(store)
     stopping = asyncio.Event()
 
+    timings = LeaseTimings(
+        lease_duration=settings.lease_duration,
+        renew_deadline=settings.renew_deadline,
+        retry_period=settings.retry_period,
+    )
     electors = [
-        leases.LeaseElector(
+        LeaseElector(
             api=lease_api,
             namespace=settings.lease_namespace,
             name=settings.lease_name(shard),
             identity=settings.identity,
-            lease_duration=settings.lease_duration,
-            renew_deadline=settings.renew_deadline,
-            retry_period=settings.retry_period,
+            timings=timings,
         )
         for shard in range(settings.shards)
     ]
@@ -91,14 +96,12 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
                     dispatcher.touch(key)
 
     in_flight = InFlight()
-    member = leases.LeaseElector(
+    member = LeaseElector(
         api=lease_api,
         namespace=settings.lease_namespace,
         name=member_lease_name(settings.lease_name_prefix, settings.identity),
         identity=settings.identity,
-        lease_duration=settings.lease_duration,
-        renew_deadline=settings.renew_deadline,
-        retry_period=settings.retry_period,
+        timings=timings,
     )
     main_loop = asyncio.get_running_loop()  # the lease thread reaches the in-flight counts and on_lease here
     sharding = Sharding(
