@@ -153,7 +153,7 @@ class LeaseElector:
             return False  # someone else moved first; the next tick re-reads from the API
         if decision.move is Move.ACQUIRE and not decision.create:
             logger.info("lease %s/%s acquired (transitions=%d)", self.namespace, self.name, answer.transitions)
-        return True  # won, even if the answer came after the renew deadline: :attr:`holding` says so
+        return True  # won (:attr:`holding` is already False if the answer came after the renew deadline)
 
     async def release(self) -> bool:
         """Stop acting first, then empty the holder so another replica takes over at once.
@@ -164,21 +164,23 @@ class LeaseElector:
         False: the write failed, the Lease expires on its own.
         """
         self.stop()
-        current = self._tenure.record
         try:
-            for reread in (False, True):
-                if reread:
-                    current = await self._api.get(namespace=self.namespace, name=self.name)
-                decision = self._decide(current, self._clock(), Intent.LET_GO)
-                if decision.write is None:
-                    return True
-                answer = await self._api.replace(namespace=self.namespace, name=self.name, record=decision.write)
-                self._settle(decision, answer)
-                if not isinstance(answer, results.Conflict):
-                    return True
+            if await self._empty(self._tenure.record):
+                return True
+            # A 409: re-read from the API, and empty the Lease only if it still names us.
+            return await self._empty(await self._api.get(namespace=self.namespace, name=self.name))
         except (TimeoutError, errors.KubeError) as error:
             logger.warning("lease %s/%s: release failed: %s", self.namespace, self.name, error)
-        return False
+            return False
+
+    async def _empty(self, current: LeaseRecord | None) -> bool:
+        """Carry out the let-go decision for ``current``; False only on a 409."""
+        decision = self._decide(current, self._clock(), Intent.LET_GO)
+        if decision.write is None:
+            return True  # nothing of ours to release
+        answer = await self._api.replace(namespace=self.namespace, name=self.name, record=decision.write)
+        self._settle(decision, answer)
+        return not isinstance(answer, results.Conflict)
 
     async def run(self, stopping: asyncio.Event, on_change: Callable[[bool], None]) -> None:
         """Tick every ``retry_period`` until ``stopping`` is set; report holding changes."""
