@@ -13,7 +13,7 @@ With :class:`Sharding` configured (what ``sundial run`` does) one loop per repli
 
 Membership only decides who *tries*. Mutual exclusion still comes from the Lease compare-and-set and the
 renew deadline (:mod:`sundial.runtime.coordination.decisions`, applied by
-:class:`sundial.runtime.coordination.electors.LeaseElector`), so replicas that briefly disagree about the
+:class:`sundial.runtime.coordination.LeaseElector`), so replicas that briefly disagree about the
 member set (or a partitioned one) can delay a shard, never put two actors on it. See docs/sharding.md.
 
 Without :class:`Sharding` (unit tests of the reconciler) every elector simply tries to hold its shard.
@@ -32,7 +32,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 
 from sundial.kube import errors, leases
-from sundial.runtime.coordination import assignment, decisions, electors
+from sundial.runtime.coordination import assignment, decisions
+from sundial.runtime.coordination.electors import UNREAD, LeaseElector, Unread
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.serving.metrics import Metrics
 
@@ -88,7 +89,7 @@ class Sharding:
     """What the coordinated mode needs besides the shard electors."""
 
     api: leases.LeaseListApi
-    member: electors.LeaseElector
+    member: LeaseElector
     """This replica's member Lease (``holderIdentity`` = the replica identity)."""
     prefix: str
     """Member Leases are ``<prefix>-member-*``."""
@@ -105,7 +106,7 @@ class Leadership:
 
     def __init__(
         self,
-        electors: Sequence[electors.LeaseElector],
+        electors: Sequence[LeaseElector],
         *,
         on_change: Callable[[int, bool], None] = lambda shard, held: None,
         sharding: Sharding | None = None,
@@ -165,7 +166,7 @@ class Leadership:
                 await asyncio.wait_for(stopping.wait(), timeout=self._sharding.retry_period)
 
     async def _run_every_shard(self, stopping: asyncio.Event) -> None:
-        async def keep(shard: int, elector: electors.LeaseElector) -> None:
+        async def keep(shard: int, elector: LeaseElector) -> None:
             def changed(held: bool) -> None:
                 logger.info("shard %d lease %s", shard, "held" if held else "lost")
                 self._reported[shard] = held
@@ -373,7 +374,7 @@ class Leadership:
                     )
 
 
-def _from(listed: Mapping[str, leases.LeaseRecord] | None, name: str) -> leases.LeaseRecord | electors.Unread | None:
+def _from(listed: Mapping[str, leases.LeaseRecord] | None, name: str) -> leases.LeaseRecord | Unread | None:
     if listed is None:
-        return electors.UNREAD
+        return UNREAD
     return listed.get(name)
