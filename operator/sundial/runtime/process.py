@@ -26,6 +26,8 @@ from sundial.runtime.acting import sender
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder
 from sundial.runtime.coordination import leasethread
+from sundial.runtime.coordination.decisions import LeaseTimings
+from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
 from sundial.runtime.serving import admission, heap, probes
@@ -196,15 +198,17 @@ def _lease_api(settings: Settings, configuration: Any, metrics: Metrics) -> leas
     return leasethread.DeferredLeaseApi(factory)
 
 
-def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -> leases.LeaseElector:
-    return leases.LeaseElector(
+def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -> LeaseElector:
+    return LeaseElector(
         api=api,
         namespace=settings.leases.namespace,
         name=name,
         identity=settings.identity,
-        lease_duration=settings.leases.duration,
-        renew_deadline=settings.leases.renew_deadline,
-        retry_period=settings.leases.retry_period,
+        timings=LeaseTimings(
+            lease_duration=settings.leases.duration,
+            renew_deadline=settings.leases.renew_deadline,
+            retry_period=settings.leases.retry_period,
+        ),
     )
 
 

@@ -10,12 +10,13 @@ from typing import Any, cast
 import pytest
 
 from sundial import model
-from sundial.kube import leases, ratelimits, requests, results
+from sundial.kube import ratelimits, requests, results
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner import actions, names
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.runtime.acting.reconciler import Reconciler
+from sundial.runtime.coordination import electors
 from sundial.runtime.coordination.leadership import Leadership
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.serving.metrics import Metrics
@@ -111,7 +112,7 @@ def reconciler(api: FakeApi, planner: FakePlanner, elector: Elector | None = Non
     async def no_sleep(_: float) -> None:
         return None
 
-    lead = Leadership([cast(leases.LeaseElector, elector or Elector())])
+    lead = Leadership([cast(electors.LeaseElector, elector or Elector())])
     return Reconciler(store=store, api=api, leadership=lead, planner=planner, events=FakeEvents(api),
                       metrics=Metrics(), clock=lambda: NOW, sleep=no_sleep), store  # fmt: skip
 
@@ -199,7 +200,7 @@ async def test_test_only_crash_hook_exits_after_the_nth_claim_before_its_create(
     async def no_sleep(_: float) -> None:
         return None
 
-    rec = Reconciler(store=store, api=api, leadership=Leadership([cast(leases.LeaseElector, Elector())]),
+    rec = Reconciler(store=store, api=api, leadership=Leadership([cast(electors.LeaseElector, Elector())]),
                      planner=planner, events=FakeEvents(api), metrics=Metrics(), clock=lambda: NOW, sleep=no_sleep,
                      crash_after_claim=2, hard_exit=hard_exit)  # fmt: skip
     await rec.reconcile(KEY)  # a claim without a create does not count
