@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
 HANDOFF_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120)
 API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+class PassOutcome(StrEnum):
+    """How one reconcile pass ended: the ``outcome`` label of ``sundial_reconciles_total``."""
+
+    #: A status claim was written in the pass (and the plan's actions ran).
+    CLAIMED = "claimed"
+    #: The plan changed nothing in the status, so nothing was claimed (its actions, if any, ran).
+    UNCHANGED = "unchanged"
+    #: Still conflicting after the re-plan budget; the key is tried again soon.
+    CONTENDED = "contended"
+    #: The ScheduledJob was gone (from the cache, or from the API during the pass).
+    GONE = "gone"
+    #: This replica does not act for the object's shard: nothing was planned.
+    NOT_ACTING = "not_acting"
+    #: The pass raised (an API error after the in-pass retries, or the shard was lost mid-pass).
+    FAILED = "failed"
 
 
 class Metrics:
@@ -58,7 +77,11 @@ class Metrics:
             registry=r,
         )
         self.due_index_size = Gauge("sundial_due_index_size", "ScheduledJobs with a pending wake-up.", registry=r)
-        self.reconciles = Counter("sundial_reconciles", "Planning passes by outcome.", ["outcome"], registry=r)
+        self.reconciles = Counter(
+            "sundial_reconciles", "Reconcile passes by outcome (PassOutcome).", ["outcome"], registry=r
+        )
+        for outcome in PassOutcome:
+            self.reconciles.labels(outcome=outcome.value)
         self.events = Counter(
             "sundial_events",
             "Events by result: created and patched (API writes), aggregated (occurrences counted into an "
