@@ -60,15 +60,10 @@ class ObjectsApi:
     """Typed calls on Jobs, ScheduledJobs and Events. Every call is rate-limited and instrumented."""
 
     def __init__(self, *, api_client: Any, requester: requests.Requester) -> None:
-        self._client = api_client
         self._req = requester
         self._batch: Any = client.BatchV1Api(api_client)
         self._core: Any = client.CoreV1Api(api_client)
         self._custom: Any = client.CustomObjectsApi(api_client)
-
-    def _plain(self, value: Any) -> dict[str, Any]:
-        plain: dict[str, Any] = self._client.sanitize_for_serialization(value)
-        return plain
 
     # ScheduledJobs -----------------------------------------------------------------------------------
 
