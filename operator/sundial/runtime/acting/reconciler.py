@@ -304,7 +304,7 @@ class Reconciler:
             if not synthetic:
                 del self._synthetic[key]
         # Only keys with active runs are kept, and the total is kept as it changes: a sum over every key per
-        # pass cost 0.2 ms at 50,000 objects (~20 s of CPU for their first passes), and an entry per idle key.
+        # pass would grow with the number of objects, and so would an entry per idle key.
         count = len(status.active)
         self._active_total += count - self._active.pop(key, 0)
         if count:
