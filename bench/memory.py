@@ -225,7 +225,7 @@ class NoEvents:
 
 
 class Operator:
-    """Store, listing, dispatcher, reconciler, kopf registry/settings: as ``process.run`` builds them."""
+    """Store, listing, dispatcher, reconciler, kopf registry/settings: as ``process.build`` makes them."""
 
     def __init__(self, bodies: Bodies, *, max_concurrency: int) -> None:
         from sundial.kube import leases  # noqa: PLC0415

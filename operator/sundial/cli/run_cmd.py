@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from sundial.runtime import process
+from sundial.runtime import settings as groups
 from sundial.runtime.serving import admission, logs
 from sundial.runtime.settings import LogFormat, Settings
 
-_DEFAULTS = Settings(identity="-")
+_API, _LEASES, _EVENTS = groups.ApiSettings(), groups.LeaseSettings(), groups.EventSettings()
+_WEBHOOK, _DISPATCH = groups.WebhookSettings(), groups.DispatchSettings()
+_PROBES, _LOGGING = groups.ProbeSettings(), groups.LoggingSettings()
 
 
 def register(subparsers: Any) -> None:
@@ -35,24 +38,24 @@ def register(subparsers: Any) -> None:
         default=None,
         help="namespace of the shard Leases (default: the in-cluster namespace, else 'default')",
     )
-    add("--lease-name-prefix", default=_DEFAULTS.lease_name_prefix, help="Leases are <prefix>-shard-<i>")
-    add("--lease-duration", type=float, default=_DEFAULTS.lease_duration, metavar="SECONDS")
-    add("--renew-deadline", type=float, default=_DEFAULTS.renew_deadline, metavar="SECONDS")
-    add("--retry-period", type=float, default=_DEFAULTS.retry_period, metavar="SECONDS")
-    add("--shards", type=int, default=_DEFAULTS.shards, help="one Lease per shard; objects map by UID hash")
-    add("--qps", type=float, default=_DEFAULTS.qps, help="client-side API rate limit (requests/second)")
-    add("--burst", type=int, default=_DEFAULTS.burst, help="client-side API burst")
+    add("--lease-name-prefix", default=_LEASES.name_prefix, help="Leases are <prefix>-shard-<i>")
+    add("--lease-duration", type=float, default=_LEASES.duration, metavar="SECONDS")
+    add("--renew-deadline", type=float, default=_LEASES.renew_deadline, metavar="SECONDS")
+    add("--retry-period", type=float, default=_LEASES.retry_period, metavar="SECONDS")
+    add("--shards", type=int, default=_LEASES.shards, help="one Lease per shard; objects map by UID hash")
+    add("--qps", type=float, default=_API.qps, help="client-side API rate limit (requests/second)")
+    add("--burst", type=int, default=_API.burst, help="client-side API burst")
     add(
         "--event-qps",
         type=float,
-        default=_DEFAULTS.event_qps,
+        default=_EVENTS.qps,
         help="Event writes per second (a token bucket of their own, apart from --qps)",
     )
-    add("--event-burst", type=int, default=_DEFAULTS.event_burst, help="Event write burst")
+    add("--event-burst", type=int, default=_EVENTS.burst, help="Event write burst")
     add(
         "--event-series-interval",
         type=float,
-        default=_DEFAULTS.event_series_interval,
+        default=_EVENTS.series_interval,
         metavar="SECONDS",
         help="at most one write per Event series (object, type, reason) this often; repeats are counted",
     )
@@ -62,18 +65,18 @@ def register(subparsers: Any) -> None:
         default="uvloop",
         help="the asyncio event loop implementation (default: uvloop)",
     )
-    add("--max-concurrency", type=int, default=_DEFAULTS.max_concurrency, help="objects reconciled at once")
-    add("--metrics-port", type=int, default=_DEFAULTS.metrics_port, help="Prometheus /metrics port (0: off)")
-    add("--health-port", type=int, default=_DEFAULTS.health_port, help="/healthz and /readyz port (0: off)")
-    add("--webhook-port", type=int, default=_DEFAULTS.webhook_port, help="admission webhook HTTPS port (0: off)")
-    add("--webhook-addr", default=_DEFAULTS.webhook_addr, help="admission webhook listen address")
-    add("--webhook-host", default=_DEFAULTS.webhook_host, help="host/IP the API server reaches the webhook at")
+    add("--max-concurrency", type=int, default=_DISPATCH.max_concurrency, help="objects reconciled at once")
+    add("--metrics-port", type=int, default=_PROBES.metrics_port, help="Prometheus /metrics port (0: off)")
+    add("--health-port", type=int, default=_PROBES.health_port, help="/healthz and /readyz port (0: off)")
+    add("--webhook-port", type=int, default=_WEBHOOK.port, help="admission webhook HTTPS port (0: off)")
+    add("--webhook-addr", default=_WEBHOOK.addr, help="admission webhook listen address")
+    add("--webhook-host", default=_WEBHOOK.host, help="host/IP the API server reaches the webhook at")
     add("--webhook-cert-file", type=Path, default=None, help="webhook serving certificate (PEM)")
     add("--webhook-key-file", type=Path, default=None, help="webhook serving key (PEM)")
     add("--webhook-ca-dump", type=Path, default=None, help="write the webhook's CA bundle to this file")
     add("--webhook-managed", default="", metavar="NAME", help="let kopf manage this ValidatingWebhookConfiguration")
     add("--log-format", choices=[f.value for f in LogFormat], default=LogFormat.TEXT.value)
-    add("--log-level", default=_DEFAULTS.log_level)
+    add("--log-level", default=_LOGGING.level)
     add(
         "--kubeconfig",
         type=Path,
@@ -115,32 +118,32 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
     """
     env = os.environ if environ is None else environ
     return Settings(
-        namespaces=tuple(args.namespaces),
-        lease_namespace=_lease_namespace(args.lease_namespace),
-        lease_name_prefix=args.lease_name_prefix,
-        lease_duration=args.lease_duration,
-        renew_deadline=args.renew_deadline,
-        retry_period=args.retry_period,
-        shards=args.shards,
-        qps=args.qps,
-        burst=args.burst,
-        event_qps=args.event_qps,
-        event_burst=args.event_burst,
-        event_series_interval=args.event_series_interval,
-        max_concurrency=args.max_concurrency,
-        metrics_port=args.metrics_port,
-        health_port=args.health_port,
-        webhook_port=args.webhook_port,
-        webhook_addr=args.webhook_addr,
-        webhook_host=args.webhook_host,
-        webhook_cert_file=args.webhook_cert_file,
-        webhook_key_file=args.webhook_key_file,
-        webhook_ca_dump=args.webhook_ca_dump,
-        webhook_managed=args.webhook_managed,
-        log_format=LogFormat(args.log_format),
-        log_level=args.log_level,
-        kubeconfig=args.kubeconfig,
         identity=args.identity or f"{socket.gethostname()}-{os.getpid()}",
+        namespaces=tuple(args.namespaces),
+        api=groups.ApiSettings(qps=args.qps, burst=args.burst, kubeconfig=args.kubeconfig),
+        leases=groups.LeaseSettings(
+            namespace=_lease_namespace(args.lease_namespace),
+            name_prefix=args.lease_name_prefix,
+            duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+            shards=args.shards,
+        ),
+        events=groups.EventSettings(
+            qps=args.event_qps, burst=args.event_burst, series_interval=args.event_series_interval
+        ),
+        webhook=groups.WebhookSettings(
+            port=args.webhook_port,
+            addr=args.webhook_addr,
+            host=args.webhook_host,
+            cert_file=args.webhook_cert_file,
+            key_file=args.webhook_key_file,
+            ca_dump=args.webhook_ca_dump,
+            managed=args.webhook_managed,
+        ),
+        dispatch=groups.DispatchSettings(max_concurrency=args.max_concurrency),
+        probes=groups.ProbeSettings(metrics_port=args.metrics_port, health_port=args.health_port),
+        logging=groups.LoggingSettings(format=LogFormat(args.log_format), level=args.log_level),
         test_crash_after_claim=_crash_after_claim(env),
     )
 
@@ -151,15 +154,15 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"sundial run: {error}")
         return 2
-    if settings.webhook_port:
+    if settings.webhook.port:
         try:
-            admission.webhook_server(settings)
+            admission.webhook_server(settings.webhook)
         except ValueError as error:
             print(f"sundial run: {error}")
             return 2
-    logs.configure(fmt=settings.log_format, level=settings.log_level)
+    logs.configure(fmt=settings.logging.format, level=settings.logging.level)
     with asyncio.Runner(loop_factory=_loop_factory(args.event_loop)) as runner:
-        return runner.run(process.run(settings))
+        return runner.run(process.main(settings))
 
 
 def _loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:

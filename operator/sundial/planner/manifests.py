@@ -100,19 +100,7 @@ def build_job(
         {"name": names.FENCING_TOKEN_ENV, "value": fencing_token},
     ]
 
-    pod = spec.setdefault("template", {})
-    pod_meta = pod.get("metadata")
-    if not isinstance(pod_meta, dict):
-        pod_meta = pod["metadata"] = {}
-    pod_meta["labels"] = {**_strings(pod_meta.get("labels")), **label}
-    pod_meta["annotations"] = {**_strings(pod_meta.get("annotations")), **stamped}
-    pod_spec = pod.get("spec")
-    if isinstance(pod_spec, dict):
-        for key in ("initContainers", "containers"):
-            for container in pod_spec.get(key) or ():
-                if isinstance(container, dict):
-                    container["env"] = _with_env(container.get("env"), env)
-
+    _stamp_pod_template(spec, label=label, stamped=stamped, env=env)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -134,6 +122,24 @@ def build_job(
         },
         "spec": spec,
     }
+
+
+def _stamp_pod_template(
+    spec: dict[str, Any], *, label: dict[str, str], stamped: dict[str, str], env: list[dict[str, str]]
+) -> None:
+    """Our label and annotations on the Job's pod template, our env first in each of its containers."""
+    pod = spec.setdefault("template", {})
+    pod_meta = pod.get("metadata")
+    if not isinstance(pod_meta, dict):
+        pod_meta = pod["metadata"] = {}
+    pod_meta["labels"] = {**_strings(pod_meta.get("labels")), **label}
+    pod_meta["annotations"] = {**_strings(pod_meta.get("annotations")), **stamped}
+    pod_spec = pod.get("spec")
+    if isinstance(pod_spec, dict):
+        for key in ("initContainers", "containers"):
+            for container in pod_spec.get(key) or ():
+                if isinstance(container, dict):
+                    container["env"] = _with_env(container.get("env"), env)
 
 
 def _strings(value: Any) -> dict[str, Any]:

@@ -1,6 +1,8 @@
-"""Settings of ``sundial run``: one frozen value, built by the CLI from its arguments.
+"""Settings of ``sundial run``: small frozen groups (API, leases, events, webhook, dispatch, probes, logging)
+composed into one :class:`Settings`, built by the CLI from its arguments (``sundial.cli.run_cmd``).
 
-The only environment variable read (once, at startup, by the CLI) is the test-only fault-injection hook
+Each group checks its own fields when it is made and names the CLI flag of a bad value. The only environment
+variable read (once, at startup, by the CLI) is the test-only fault-injection hook
 ``SUNDIAL_TEST_CRASH_AFTER_CLAIM`` (see :attr:`Settings.test_crash_after_claim`).
 """
 
@@ -11,6 +13,10 @@ from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 
+#: The Event TTL of the API server (seconds): a series interval beyond it would only ever create new Events.
+EVENT_TTL = 3600.0
+MAX_PORT = 65535
+
 
 class LogFormat(StrEnum):
     TEXT = "text"
@@ -18,17 +24,34 @@ class LogFormat(StrEnum):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Settings:
-    namespaces: Sequence[str] = ()
-    """Namespaces to watch; empty means every namespace (cluster-wide)."""
+class ApiSettings:
+    """How the operator reaches the API server and how fast its own calls may go."""
 
-    lease_namespace: str = "default"
-    """Namespace of the shard Leases (``coordination.k8s.io/v1``)."""
+    qps: float = 50.0
+    """Sustained API requests per second (client-side token bucket) for the operator's own calls."""
 
-    lease_name_prefix: str = "sundial"
+    burst: int = 100
+    """Token bucket size: requests allowed at once after a quiet period."""
+
+    kubeconfig: Path | None = None
+    """A kubeconfig file; None: in-cluster service account, else ``KUBECONFIG`` / ``~/.kube/config``."""
+
+    def __post_init__(self) -> None:
+        if self.qps <= 0 or self.burst < 1:
+            raise ValueError("--qps must be > 0 and --burst >= 1")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LeaseSettings:
+    """The shard Leases (``coordination.k8s.io/v1``): where they live, how many, and their timing."""
+
+    namespace: str = "default"
+    """Namespace of the shard Leases."""
+
+    name_prefix: str = "sundial"
     """Leases are named ``<prefix>-shard-<i>``."""
 
-    lease_duration: float = 15.0
+    duration: float = 15.0
     """Seconds a standby waits after it last saw a Lease change before taking it over."""
 
     renew_deadline: float = 10.0
@@ -40,25 +63,95 @@ class Settings:
     shards: int = 1
     """Number of shards (Leases); an object belongs to shard ``hash(uid) mod shards``."""
 
-    qps: float = 50.0
-    """Sustained API requests per second (client-side token bucket) for the operator's own calls."""
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_period < self.renew_deadline < self.duration:
+            raise ValueError("need 0 < --retry-period < --renew-deadline < --lease-duration")
+        if self.shards < 1:
+            raise ValueError("--shards must be at least 1")
 
-    burst: int = 100
-    """Token bucket size: requests allowed at once after a quiet period."""
+    def name(self, shard: int) -> str:
+        """The name of shard ``shard``'s Lease."""
+        return f"{self.name_prefix}-shard-{shard}"
 
-    event_qps: float = 10.0
-    """Sustained Event writes per second: a token bucket of their own (:mod:`sundial.runtime.acting.events`), so
-    Events never spend the :attr:`qps` budget of claims and Job creates."""
 
-    event_burst: int = 50
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EventSettings:
+    """Kubernetes Events: a budget of their own and their aggregation into series
+    (:mod:`sundial.runtime.acting.series`, :mod:`sundial.runtime.acting.sender`)."""
+
+    qps: float = 10.0
+    """Sustained Event writes per second: a token bucket of their own, so Events never spend the
+    :attr:`ApiSettings.qps` budget of claims and Job creates."""
+
+    burst: int = 50
     """Event writes allowed at once after a quiet period."""
 
-    event_series_interval: float = 300.0
+    series_interval: float = 300.0
     """Seconds between two writes of one Event series (same object, type and reason): repeats within it only
     count up in memory and are sent as one PATCH of ``count``/``lastTimestamp``/``message``."""
 
+    def __post_init__(self) -> None:
+        if self.qps <= 0:
+            raise ValueError("--event-qps must be > 0")
+        if self.burst < 1:
+            raise ValueError("--event-burst must be at least 1")
+        if not 0 < self.series_interval <= EVENT_TTL:
+            raise ValueError("--event-series-interval must be > 0 and at most 3600 seconds (the Event TTL)")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WebhookSettings:
+    """The validating admission webhook (:mod:`sundial.runtime.serving.admission`), served at the path
+    ``/validate-scheduledjob``; the ValidatingWebhookConfiguration is made by the chart (or the tests), not
+    by the operator, unless :attr:`managed` is set."""
+
+    port: int = 0
+    """HTTPS port of the webhook (0: disabled)."""
+
+    addr: str = "0.0.0.0"
+    """Address the webhook server listens on (empty: every interface)."""
+
+    host: str = ""
+    """Host name or IP the API server uses to reach the webhook: the URL kopf reports (and writes into a
+    managed configuration), and a SAN of a self-signed certificate. Empty: derived from the listen address."""
+
+    cert_file: Path | None = None
+    """PEM serving certificate (chain) of the webhook; re-read when the file changes. None (with
+    :attr:`key_file` None): kopf generates a self-signed one (needs the ``certbuilder`` package)."""
+
+    key_file: Path | None = None
+    """PEM private key of :attr:`cert_file`."""
+
+    ca_dump: Path | None = None
+    """Write the CA bundle the API server must trust (``caBundle``) to this file: the generated certificate,
+    or :attr:`cert_file` itself. None: not written."""
+
+    managed: str = ""
+    """Name of a ValidatingWebhookConfiguration kopf creates and keeps up to date (needs RBAC on
+    ``admissionregistration.k8s.io``; unscoped, failurePolicy Fail). Empty (the default): not managed."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= MAX_PORT:
+            raise ValueError(f"--webhook-port must be between 0 and {MAX_PORT}")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("--webhook-cert-file and --webhook-key-file go together")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DispatchSettings:
+    """When and how many planning passes run (:mod:`sundial.runtime.dispatch`)."""
+
     max_concurrency: int = 16
     """Objects reconciled at the same time."""
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency < 1:
+            raise ValueError("--max-concurrency must be at least 1")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ProbeSettings:
+    """The plain-HTTP endpoints for the kubelet and Prometheus (:mod:`sundial.runtime.serving.probes`)."""
 
     metrics_port: int = 8080
     """Port of the Prometheus ``/metrics`` endpoint (0: disabled)."""
@@ -66,44 +159,49 @@ class Settings:
     health_port: int = 8081
     """Port of ``/healthz`` and ``/readyz`` (0: disabled)."""
 
-    webhook_port: int = 0
-    """HTTPS port of the validating admission webhook (:mod:`sundial.runtime.serving.admission`; 0: disabled).
-    It is served at the path ``/validate-scheduledjob``; the ValidatingWebhookConfiguration is made by the
-    chart (or the tests), not by the operator, unless :attr:`webhook_managed` is set."""
 
-    webhook_addr: str = "0.0.0.0"
-    """Address the webhook server listens on (empty: every interface)."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LoggingSettings:
+    """The operator's own log lines (:mod:`sundial.runtime.serving.logs`)."""
 
-    webhook_host: str = ""
-    """Host name or IP the API server uses to reach the webhook: the URL kopf reports (and writes into a
-    managed configuration), and a SAN of a self-signed certificate. Empty: derived from the listen address."""
-
-    webhook_cert_file: Path | None = None
-    """PEM serving certificate (chain) of the webhook; re-read when the file changes. None (with
-    :attr:`webhook_key_file` None): kopf generates a self-signed one (needs the ``certbuilder`` package)."""
-
-    webhook_key_file: Path | None = None
-    """PEM private key of :attr:`webhook_cert_file`."""
-
-    webhook_ca_dump: Path | None = None
-    """Write the CA bundle the API server must trust (``caBundle``) to this file: the generated certificate,
-    or :attr:`webhook_cert_file` itself. None: not written."""
-
-    webhook_managed: str = ""
-    """Name of a ValidatingWebhookConfiguration kopf creates and keeps up to date (needs RBAC on
-    ``admissionregistration.k8s.io``; unscoped, failurePolicy Fail). Empty (the default): not managed."""
-
-    log_format: LogFormat = LogFormat.TEXT
+    format: LogFormat = LogFormat.TEXT
     """``text`` for people, ``json`` (one object per line) for log pipelines."""
 
-    log_level: str = "INFO"
+    level: str = "INFO"
     """Root log level."""
 
-    kubeconfig: Path | None = None
-    """A kubeconfig file; None: in-cluster service account, else ``KUBECONFIG`` / ``~/.kube/config``."""
 
-    identity: str = ""
-    """This replica's Lease holder identity (default: ``<hostname>-<pid>``, filled in by the CLI)."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything ``sundial run`` is told, one group per concern."""
+
+    identity: str
+    """This replica's identity: the Lease holder and the Events' reporting instance (default:
+    ``<hostname>-<pid>``, filled in by the CLI)."""
+
+    namespaces: Sequence[str] = ()
+    """Namespaces to watch; empty means every namespace (cluster-wide)."""
+
+    api: ApiSettings = ApiSettings()
+    """The API connection and the operator's own request budget."""
+
+    leases: LeaseSettings = LeaseSettings()
+    """The shard Leases."""
+
+    events: EventSettings = EventSettings()
+    """Kubernetes Events."""
+
+    webhook: WebhookSettings = WebhookSettings()
+    """The validating admission webhook."""
+
+    dispatch: DispatchSettings = DispatchSettings()
+    """The dispatcher."""
+
+    probes: ProbeSettings = ProbeSettings()
+    """Health and metrics endpoints."""
+
+    logging: LoggingSettings = LoggingSettings()
+    """Log lines."""
 
     test_crash_after_claim: int = 0
     """TEST ONLY (fault injection, never set in production): when > 0, the process exits with
@@ -112,28 +210,7 @@ class Settings:
     ``SUNDIAL_TEST_CRASH_AFTER_CLAIM`` environment variable; 0 (the default) disables it."""
 
     def __post_init__(self) -> None:
-        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
-            raise ValueError("need 0 < --retry-period < --renew-deadline < --lease-duration")
-        if self.shards < 1:
-            raise ValueError("--shards must be at least 1")
-        if self.qps <= 0 or self.burst < 1:
-            raise ValueError("--qps must be > 0 and --burst >= 1")
-        if self.event_qps <= 0:
-            raise ValueError("--event-qps must be > 0")
-        if self.event_burst < 1:
-            raise ValueError("--event-burst must be at least 1")
-        if not 0 < self.event_series_interval <= 3600:
-            raise ValueError("--event-series-interval must be > 0 and at most 3600 seconds (the Event TTL)")
-        if self.max_concurrency < 1:
-            raise ValueError("--max-concurrency must be at least 1")
-        if not 0 <= self.webhook_port <= 65535:
-            raise ValueError("--webhook-port must be between 0 and 65535")
-        if (self.webhook_cert_file is None) != (self.webhook_key_file is None):
-            raise ValueError("--webhook-cert-file and --webhook-key-file go together")
         if not self.identity:
             raise ValueError("identity must not be empty")
         if self.test_crash_after_claim < 0:
             raise ValueError("SUNDIAL_TEST_CRASH_AFTER_CLAIM must not be negative")
-
-    def lease_name(self, shard: int) -> str:
-        return f"{self.lease_name_prefix}-shard-{shard}"

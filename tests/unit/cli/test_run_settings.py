@@ -1,12 +1,16 @@
-"""``sundial run`` settings: the test-only crash hook is read once from the environment, off by default."""
+"""``sundial run`` settings: every flag lands in its group; the test-only crash hook is read once from the
+environment, off by default."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
 from sundial.cli import run_cmd
+from sundial.runtime import settings as groups
+from sundial.runtime.settings import Settings
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -32,11 +36,11 @@ def test_crash_hook_rejects_bad_values(value: str) -> None:
 
 def test_event_flags_default_to_their_own_budget_and_a_one_minute_series() -> None:
     settings = run_cmd.settings_from(_args(), environ={})
-    assert (settings.event_qps, settings.event_burst, settings.event_series_interval) == (10.0, 50, 300.0)
+    assert (settings.events.qps, settings.events.burst, settings.events.series_interval) == (10.0, 50, 300.0)
     settings = run_cmd.settings_from(
         _args("--event-qps", "2.5", "--event-burst", "5", "--event-series-interval", "30"), environ={}
     )
-    assert (settings.event_qps, settings.event_burst, settings.event_series_interval) == (2.5, 5, 30.0)
+    assert (settings.events.qps, settings.events.burst, settings.events.series_interval) == (2.5, 5, 30.0)
 
 
 @pytest.mark.parametrize(
@@ -50,3 +54,43 @@ def test_event_flags_default_to_their_own_budget_and_a_one_minute_series() -> No
 def test_bad_event_flags_are_refused_naming_the_flag(argv: tuple[str, str], flag: str) -> None:
     with pytest.raises(ValueError, match=flag):
         run_cmd.settings_from(_args(*argv), environ={})
+
+
+def test_every_flag_lands_in_its_group(tmp_path: Path) -> None:
+    argv = [
+        *("--namespace", "a", "--namespace", "b"),
+        *("--lease-namespace", "ops", "--lease-name-prefix", "sd", "--shards", "3"),
+        *("--lease-duration", "9", "--renew-deadline", "6", "--retry-period", "1"),
+        *("--qps", "20", "--burst", "30", "--kubeconfig", str(tmp_path / "kc")),
+        *("--event-qps", "4", "--event-burst", "8", "--event-series-interval", "60"),
+        *("--max-concurrency", "2", "--metrics-port", "9090", "--health-port", "9091"),
+        *("--webhook-port", "9443", "--webhook-addr", "127.0.0.1", "--webhook-host", "h.svc"),
+        *("--webhook-cert-file", str(tmp_path / "c"), "--webhook-key-file", str(tmp_path / "k")),
+        *("--webhook-ca-dump", str(tmp_path / "ca"), "--webhook-managed", "sundial"),
+        *("--log-format", "json", "--log-level", "DEBUG"),
+    ]
+    assert run_cmd.settings_from(_args(*argv), environ={}) == Settings(
+        identity="me",
+        namespaces=("a", "b"),
+        api=groups.ApiSettings(qps=20, burst=30, kubeconfig=tmp_path / "kc"),
+        leases=groups.LeaseSettings(
+            namespace="ops", name_prefix="sd", duration=9, renew_deadline=6, retry_period=1, shards=3
+        ),
+        events=groups.EventSettings(qps=4, burst=8, series_interval=60),
+        webhook=groups.WebhookSettings(
+            port=9443,
+            addr="127.0.0.1",
+            host="h.svc",
+            cert_file=tmp_path / "c",
+            key_file=tmp_path / "k",
+            ca_dump=tmp_path / "ca",
+            managed="sundial",
+        ),
+        dispatch=groups.DispatchSettings(max_concurrency=2),
+        probes=groups.ProbeSettings(metrics_port=9090, health_port=9091),
+        logging=groups.LoggingSettings(format=groups.LogFormat.JSON, level="DEBUG"),
+    )
+
+
+def test_the_flag_defaults_are_the_groups_defaults() -> None:
+    assert run_cmd.settings_from(_args("--lease-namespace", "default"), environ={}) == Settings(identity="me")

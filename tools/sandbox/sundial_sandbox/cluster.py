@@ -274,36 +274,8 @@ class Sandbox:
         def launch(name: str, *args: str, home: Path | None = None) -> None:
             started.append(self._processes.start(name, [str(bin_dir / name), *args], env=self._env(home)))
 
-        launch(
-            "etcd",
-            "--name=sandbox",
-            f"--data-dir={d / 'etcd-data'}",
-            f"--listen-client-urls=http://127.0.0.1:{ports.etcd_client}",
-            f"--advertise-client-urls=http://127.0.0.1:{ports.etcd_client}",
-            f"--listen-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
-            f"--initial-cluster=sandbox=http://127.0.0.1:{ports.etcd_peer}",
-            "--unsafe-no-fsync=true",
-            "--log-level=warn",
-        )
-        launch(
-            "kube-apiserver",
-            f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--secure-port={ports.apiserver}",
-            f"--tls-cert-file={pki.admin_cert}",
-            f"--tls-private-key-file={pki.admin_key}",
-            f"--client-ca-file={pki.ca_cert}",
-            f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
-            f"--service-account-key-file={pki.sa_pub}",
-            f"--service-account-signing-key-file={pki.sa_key}",
-            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-            "--authorization-mode=RBAC",
-            "--allow-privileged=true",
-            "--endpoint-reconciler-type=none",
-            "--profiling=false",
-        )
+        launch("etcd", *_etcd_args(d, ports))
+        launch("kube-apiserver", *_apiserver_args(ports, pki))
         client = self._client(ports.apiserver)
         self._wait("kube-apiserver /readyz", client.healthy, deadline, started)
 
@@ -337,29 +309,29 @@ class Sandbox:
             f"--server-address=127.0.0.1:{ports.kwok}",
             home=kwok_home,
         )
-
-        client.create("/api/v1/nodes", fake_node(self.node_name))
-        self._wait(f"node {self.node_name} Ready", lambda: self._node_ready(client), deadline, started)
-        self._wait(
-            "ServiceAccount default/default",
-            lambda: self._exists(client, "/api/v1/namespaces/default/serviceaccounts/default"),
-            deadline,
-            started,
-        )
-        self._wait(
-            "kube-controller-manager /healthz",
-            lambda: probe_https(f"https://127.0.0.1:{ports.controller_manager}/healthz"),
-            deadline,
-            started,
-        )
-        self._wait(
-            "kube-scheduler /healthz",
-            lambda: probe_https(f"https://127.0.0.1:{ports.scheduler}/healthz"),
-            deadline,
-            started,
-        )
+        self._wait_for_the_rest(client, ports, deadline, started)
         state = {"ports": asdict(ports), "bin_dir": str(bin_dir), "node": self.node_name}
         (d / "state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
+
+    def _wait_for_the_rest(
+        self, client: ApiClient, ports: Ports, deadline: float, started: list[ProcessRecord]
+    ) -> None:
+        """The fake node Ready, the default ServiceAccount made, the controller manager and scheduler up."""
+        client.create("/api/v1/nodes", fake_node(self.node_name))
+        checks: list[tuple[str, Callable[[], bool]]] = [
+            (f"node {self.node_name} Ready", lambda: self._node_ready(client)),
+            (
+                "ServiceAccount default/default",
+                lambda: self._exists(client, "/api/v1/namespaces/default/serviceaccounts/default"),
+            ),
+            (
+                "kube-controller-manager /healthz",
+                lambda: probe_https(f"https://127.0.0.1:{ports.controller_manager}/healthz"),
+            ),
+            ("kube-scheduler /healthz", lambda: probe_https(f"https://127.0.0.1:{ports.scheduler}/healthz")),
+        ]
+        for what, check in checks:
+            self._wait(what, check, deadline, started)
 
     @staticmethod
     def _exists(client: ApiClient, path: str) -> bool:
@@ -392,3 +364,37 @@ class Sandbox:
                 raise SandboxError(f"timed out waiting for {what}\n{logs}")
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)
+
+
+def _etcd_args(directory: Path, ports: Ports) -> list[str]:
+    return [
+        "--name=sandbox",
+        f"--data-dir={directory / 'etcd-data'}",
+        f"--listen-client-urls=http://127.0.0.1:{ports.etcd_client}",
+        f"--advertise-client-urls=http://127.0.0.1:{ports.etcd_client}",
+        f"--listen-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
+        f"--initial-advertise-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
+        f"--initial-cluster=sandbox=http://127.0.0.1:{ports.etcd_peer}",
+        "--unsafe-no-fsync=true",
+        "--log-level=warn",
+    ]
+
+
+def _apiserver_args(ports: Ports, pki: Pki) -> list[str]:
+    return [
+        f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={ports.apiserver}",
+        f"--tls-cert-file={pki.admin_cert}",
+        f"--tls-private-key-file={pki.admin_key}",
+        f"--client-ca-file={pki.ca_cert}",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-account-key-file={pki.sa_pub}",
+        f"--service-account-signing-key-file={pki.sa_key}",
+        f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+        "--authorization-mode=RBAC",
+        "--allow-privileged=true",
+        "--endpoint-reconciler-type=none",
+        "--profiling=false",
+    ]

@@ -64,7 +64,7 @@ class ObjectsApi(Protocol):
 
 
 class EventSink(Protocol):
-    """Where Events go: :class:`sundial.runtime.acting.events.EventRecorder` (sent in the background)."""
+    """Where Events go: :class:`sundial.runtime.acting.sender.EventRecorder` (sent in the background)."""
 
     def record(
         self,

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import kopf
 
 from sundial import model
-from sundial.runtime.settings import Settings
+from sundial.runtime.settings import WebhookSettings
 
 WEBHOOK_ID = "validate-scheduledjob"
 """kopf handler id of the validating webhook, and the last segment of the URL path it is served at."""
@@ -96,31 +96,31 @@ def can_self_sign() -> bool:
     return importlib.util.find_spec("certbuilder") is not None
 
 
-def webhook_server(settings: Settings) -> Any:
+def webhook_server(settings: WebhookSettings) -> Any:
     """The HTTPS server of the webhook, from ``--webhook-*`` settings (``--webhook-port`` must be set)."""
-    if not settings.webhook_port:
+    if not settings.port:
         raise ValueError("the webhook is disabled (--webhook-port 0)")
-    own_certificate = settings.webhook_cert_file is not None and settings.webhook_key_file is not None
+    own_certificate = settings.cert_file is not None and settings.key_file is not None
     if not own_certificate and not can_self_sign():
         raise ValueError(
             "--webhook-port without --webhook-cert-file/--webhook-key-file needs a self-signed certificate, "
             "which needs the certbuilder package (pip install certbuilder)"
         )
     return kopf.WebhookServer(
-        addr=settings.webhook_addr or None,
-        port=settings.webhook_port,
-        host=settings.webhook_host or None,
-        certfile=settings.webhook_cert_file,
-        pkeyfile=settings.webhook_key_file,
-        cadump=settings.webhook_ca_dump,
+        addr=settings.addr or None,
+        port=settings.port,
+        host=settings.host or None,
+        certfile=settings.cert_file,
+        pkeyfile=settings.key_file,
+        cadump=settings.ca_dump,
     )
 
 
-def configure(kopf_settings: Any, registry: Any, settings: Settings) -> None:
+def configure(kopf_settings: Any, registry: Any, settings: WebhookSettings) -> None:
     """Register the handler and its server when ``--webhook-port`` is set; otherwise do nothing."""
-    if not settings.webhook_port:
+    if not settings.port:
         return
     register(registry)
     kopf_settings.admission.server = webhook_server(settings)
-    if settings.webhook_managed:
-        kopf_settings.admission.managed = settings.webhook_managed
+    if settings.managed:
+        kopf_settings.admission.managed = settings.managed

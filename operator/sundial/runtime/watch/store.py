@@ -170,7 +170,7 @@ class Store:
     def put_scheduled_job(self, body: Mapping[str, Any]) -> Key:
         key = key_of(body)
         # The UID and resourceVersion in clear in front (two length bytes, then UTF-8): uid() and holds()
-        # need no decompression; process.on_lease asks uid() of every key when a shard's Lease is acquired,
+        # need no decompression; process.follow_leases asks uid() of every key when a shard's Lease is acquired,
         # and every watch event asks holds().
         meta = body.get("metadata") or {}
         clear = f"{meta.get('uid', '')} {meta.get('resourceVersion', '')}".encode()

@@ -14,7 +14,7 @@ import yaml
 
 from sundial.cli import run_cmd
 from sundial.runtime.serving import admission
-from sundial.runtime.settings import Settings
+from sundial.runtime.settings import WebhookSettings
 
 REPO = Path(__file__).resolve().parents[4]
 CORPUS = sorted((REPO / "tests" / "invalid").glob("*.yaml"))
@@ -132,8 +132,8 @@ def test_register_adds_one_validating_handler_for_create_and_update() -> None:
     assert not handler.selector.check(kopf.Resource("batch", "v1", "jobs"))
 
 
-def _settings(**kwargs: Any) -> Settings:
-    return Settings(identity="test", **kwargs)
+def _settings(**kwargs: Any) -> WebhookSettings:
+    return WebhookSettings(**kwargs)
 
 
 def test_configure_does_nothing_when_the_webhook_is_off() -> None:
@@ -146,10 +146,7 @@ def test_configure_does_nothing_when_the_webhook_is_off() -> None:
 def test_configure_serves_given_certificate_and_does_not_manage_the_configuration(tmp_path: Path) -> None:
     cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
     registry, kopf_settings = kopf.OperatorRegistry(), kopf.OperatorSettings()
-    settings = _settings(
-        webhook_port=9443, webhook_addr="127.0.0.1", webhook_host="sundial.svc", webhook_cert_file=cert,
-        webhook_key_file=key,
-    )  # fmt: skip
+    settings = _settings(port=9443, addr="127.0.0.1", host="sundial.svc", cert_file=cert, key_file=key)
     admission.configure(kopf_settings, registry, settings)
     server = kopf_settings.admission.server
     assert isinstance(server, kopf.WebhookServer)
@@ -161,9 +158,7 @@ def test_configure_serves_given_certificate_and_does_not_manage_the_configuratio
 
 def test_configure_lets_kopf_manage_the_configuration_only_when_asked(tmp_path: Path) -> None:
     kopf_settings = kopf.OperatorSettings()
-    settings = _settings(
-        webhook_port=9443, webhook_cert_file=tmp_path / "c", webhook_key_file=tmp_path / "k", webhook_managed="sundial"
-    )
+    settings = _settings(port=9443, cert_file=tmp_path / "c", key_file=tmp_path / "k", managed="sundial")
     admission.configure(kopf_settings, kopf.OperatorRegistry(), settings)
     assert kopf_settings.admission.managed == "sundial"
 
@@ -171,9 +166,9 @@ def test_configure_lets_kopf_manage_the_configuration_only_when_asked(tmp_path: 
 def test_self_signed_needs_certbuilder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(admission, "can_self_sign", lambda: False)
     with pytest.raises(ValueError, match="certbuilder"):
-        admission.webhook_server(_settings(webhook_port=9443))
+        admission.webhook_server(_settings(port=9443))
     monkeypatch.setattr(admission, "can_self_sign", lambda: True)
-    server = admission.webhook_server(_settings(webhook_port=9443, webhook_ca_dump=tmp_path / "ca.pem"))
+    server = admission.webhook_server(_settings(port=9443, ca_dump=tmp_path / "ca.pem"))
     assert (server.certfile, server.pkeyfile, server.cadump) == (None, None, tmp_path / "ca.pem")
 
 
@@ -184,9 +179,9 @@ def test_webhook_server_refuses_a_disabled_port() -> None:
 
 def test_settings_need_the_certificate_and_key_together(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="go together"):
-        _settings(webhook_port=9443, webhook_cert_file=tmp_path / "c")
+        _settings(port=9443, cert_file=tmp_path / "c")
     with pytest.raises(ValueError, match="65535"):
-        _settings(webhook_port=70000)
+        _settings(port=70000)
 
 
 def _run_args(*argv: str) -> argparse.Namespace:
@@ -197,7 +192,7 @@ def _run_args(*argv: str) -> argparse.Namespace:
 
 def test_sundial_run_has_the_webhook_off_by_default() -> None:
     settings = run_cmd.settings_from(_run_args(), environ={})
-    assert (settings.webhook_port, settings.webhook_managed) == (0, "")
+    assert (settings.webhook.port, settings.webhook.managed) == (0, "")
 
 
 def test_sundial_run_webhook_flags(tmp_path: Path) -> None:
@@ -209,10 +204,10 @@ def test_sundial_run_webhook_flags(tmp_path: Path) -> None:
         ),
         environ={},
     )  # fmt: skip
-    assert settings.webhook_port == 9443
-    assert (settings.webhook_addr, settings.webhook_host) == ("127.0.0.1", "sundial-webhook.ns.svc")
-    assert (settings.webhook_cert_file, settings.webhook_key_file) == (tmp_path / "tls.crt", tmp_path / "tls.key")
-    assert (settings.webhook_ca_dump, settings.webhook_managed) == (tmp_path / "ca.pem", "sundial")
+    assert settings.webhook.port == 9443
+    assert (settings.webhook.addr, settings.webhook.host) == ("127.0.0.1", "sundial-webhook.ns.svc")
+    assert (settings.webhook.cert_file, settings.webhook.key_file) == (tmp_path / "tls.crt", tmp_path / "tls.key")
+    assert (settings.webhook.ca_dump, settings.webhook.managed) == (tmp_path / "ca.pem", "sundial")
 
 
 def test_sundial_run_refuses_a_webhook_it_cannot_serve(

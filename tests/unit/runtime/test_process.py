@@ -1,0 +1,145 @@
+"""``process.build``: the parts are made from the settings and wired to each other, without a cluster.
+
+``build`` only reads a kubeconfig (here: one naming an address nothing listens on) and sends nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sundial.runtime import fencing, process
+from sundial.runtime.settings import (
+    ApiSettings,
+    DispatchSettings,
+    EventSettings,
+    LeaseSettings,
+    ProbeSettings,
+    Settings,
+)
+from sundial.runtime.watch.store import Key
+
+KEY: Key = ("team-a", "nightly")
+UID = "0b7c6c1e-2f7e-4c55-9d2e-5b1b4f3a9a10"
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: nowhere, cluster: {server: "https://127.0.0.1:9", insecure-skip-tls-verify: true}}]
+users: [{name: someone, user: {token: not-a-real-token}}]
+contexts: [{name: here, context: {cluster: nowhere, user: someone}}]
+current-context: here
+"""
+
+
+def never_plans(*_: Any) -> Any:
+    raise AssertionError("no pass plans in these tests")
+
+
+def scheduled_job() -> dict[str, Any]:
+    return {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"namespace": KEY[0], "name": KEY[1], "uid": UID, "resourceVersion": "1"},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {}}},
+    }
+
+
+def settings(tmp_path: Path, *, qps: float = 50.0, burst: int = 100, **groups: Any) -> Settings:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG, encoding="utf-8")
+    return Settings(identity="replica-1", api=ApiSettings(qps=qps, burst=burst, kubeconfig=kubeconfig), **groups)
+
+
+@pytest.fixture
+async def parts(tmp_path: Path) -> AsyncIterator[process.Parts]:
+    built = await process.build(settings(tmp_path, leases=LeaseSettings(shards=3)), planner=never_plans)
+    yield built
+    await built.client.close()
+
+
+async def test_the_settings_reach_the_parts(tmp_path: Path) -> None:
+    chosen = settings(
+        tmp_path,
+        qps=7,
+        burst=9,
+        leases=LeaseSettings(shards=4),
+        events=EventSettings(qps=3, burst=4, series_interval=30),
+        dispatch=DispatchSettings(max_concurrency=5),
+        probes=ProbeSettings(health_port=18081, metrics_port=0),
+    )
+    built = await process.build(chosen, planner=never_plans)
+    try:
+        assert built.settings is chosen
+        assert built.leadership.shards == 4
+        assert (built.api._req._bucket._rate, built.api._req._bucket.available) == (7, pytest.approx(9))
+        assert built.recorder._api._req._bucket._rate == 3
+        assert built.recorder._interval == 30
+        assert built.dispatcher._slots._value == 5
+        assert [port for _, port in built.apps] == [18081]
+        assert built.kopf_settings.admission.server is None  # --webhook-port 0
+        assert built.lease_changes.empty()
+        assert not built.stopping.is_set()
+    finally:
+        await built.client.close()
+
+
+async def test_watch_events_go_into_the_store_and_wake_the_dispatcher(parts: process.Parts) -> None:
+    parts.intake.scheduled_job("ADDED", scheduled_job())
+    assert parts.store.uid(KEY) == UID
+    assert KEY in parts.dispatcher.index
+    parts.intake.scheduled_job("DELETED", scheduled_job())
+    assert parts.store.scheduled_job(KEY) is None
+    assert KEY not in parts.dispatcher.index
+
+
+async def test_the_dispatcher_runs_passes_of_the_reconciler_counted_in_flight_for_their_shard(
+    parts: process.Parts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shard = fencing.shard_of(UID, 3)
+    seen: list[tuple[Key, int]] = []
+
+    async def reconcile(key: Key) -> datetime | None:
+        seen.append((key, parts.in_flight.busy(shard)))
+        parts.stopping.set()
+        return None
+
+    monkeypatch.setattr(parts.reconciler, "reconcile", reconcile)
+    parts.intake.scheduled_job("ADDED", scheduled_job())
+    await asyncio.wait_for(parts.dispatcher.run(parts.stopping), timeout=10)
+    assert seen == [(KEY, 1)]
+    assert parts.in_flight.busy(shard) == 0
+
+
+async def test_a_shard_this_replica_starts_holding_wakes_its_objects(parts: process.Parts) -> None:
+    parts.intake.scheduled_job("ADDED", scheduled_job())
+    parts.dispatcher.forget(KEY)
+    shard = fencing.shard_of(UID, 3)
+    following = asyncio.create_task(process.follow_leases(parts))
+    try:
+        for other in range(3):
+            if other != shard:
+                parts.lease_changes.put_nowait((other, True))
+        parts.lease_changes.put_nowait((shard, False))
+        await _drained(parts.lease_changes)
+        assert KEY not in parts.dispatcher.index  # another shard, or a shard lost
+        parts.lease_changes.put_nowait((shard, True))
+        await _drained(parts.lease_changes)
+        assert KEY in parts.dispatcher.index
+        held = parts.metrics.registry.get_sample_value("sundial_leases_held")
+        assert held == parts.leadership.held() == 0  # the gauge follows the Leadership (nothing held here)
+    finally:
+        following.cancel()
+        await asyncio.gather(following, return_exceptions=True)
+
+
+async def _drained(queue: asyncio.Queue[process.LeaseChange]) -> None:
+    """Until the follower took everything queued and handled it (it handles an item before it takes the next)."""
+    async with asyncio.timeout(10):
+        while not queue.empty():
+            await asyncio.sleep(0)
+        await asyncio.sleep(0)

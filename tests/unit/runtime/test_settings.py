@@ -1,0 +1,90 @@
+"""The settings of ``sundial run``: small frozen groups, every field documented, each checked when made."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+from typing import Any
+
+import pytest
+
+from sundial.runtime import settings as module
+from sundial.runtime.settings import (
+    ApiSettings,
+    DispatchSettings,
+    EventSettings,
+    LeaseSettings,
+    Settings,
+    WebhookSettings,
+)
+
+GROUPS = [
+    cls
+    for _, cls in inspect.getmembers(module, inspect.isclass)
+    if dataclasses.is_dataclass(cls) and cls.__module__ == module.__name__
+]
+
+
+def test_every_group_is_frozen_and_part_of_the_settings() -> None:
+    assert {cls.__name__ for cls in GROUPS} == {
+        "ApiSettings",
+        "LeaseSettings",
+        "EventSettings",
+        "WebhookSettings",
+        "DispatchSettings",
+        "ProbeSettings",
+        "LoggingSettings",
+        "Settings",
+    }
+    for cls in GROUPS:
+        assert cls.__dataclass_params__.frozen, cls.__name__  # type: ignore[attr-defined]
+    composed = {field.type for field in dataclasses.fields(Settings)}
+    assert {cls.__name__ for cls in GROUPS if cls is not Settings} <= composed
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Settings(identity="me").leases.shards = 2  # type: ignore[misc]
+
+
+def test_every_field_has_a_docstring_right_under_it() -> None:
+    tree = ast.parse(inspect.getsource(module))
+    undocumented = []
+    for node in tree.body:
+        if not (isinstance(node, ast.ClassDef) and node.name in {cls.__name__ for cls in GROUPS}):
+            continue
+        assert ast.get_docstring(node), f"{node.name} has no docstring"
+        body = node.body
+        for index, statement in enumerate(body):
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                following = body[index + 1] if index + 1 < len(body) else None
+                documented = (
+                    isinstance(following, ast.Expr)
+                    and isinstance(following.value, ast.Constant)
+                    and isinstance(following.value.value, str)
+                )
+                if not documented:
+                    undocumented.append(f"{node.name}.{statement.target.id}")
+    assert undocumented == []
+
+
+@pytest.mark.parametrize(
+    ("group", "values", "flag"),
+    [
+        (ApiSettings, {"qps": 0}, "--qps"),
+        (ApiSettings, {"burst": 0}, "--burst"),
+        (LeaseSettings, {"retry_period": 0}, "--retry-period"),
+        (LeaseSettings, {"renew_deadline": 20}, "--renew-deadline"),
+        (LeaseSettings, {"shards": 0}, "--shards"),
+        (EventSettings, {"qps": 0}, "--event-qps"),
+        (DispatchSettings, {"max_concurrency": 0}, "--max-concurrency"),
+        (WebhookSettings, {"port": -1}, "--webhook-port"),
+        (Settings, {"identity": ""}, "identity"),
+        (Settings, {"identity": "me", "test_crash_after_claim": -1}, "SUNDIAL_TEST_CRASH_AFTER_CLAIM"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_its_flag(group: Any, values: dict[str, Any], flag: str) -> None:
+    with pytest.raises(ValueError, match=flag):
+        group(**values)
+
+
+def test_lease_names() -> None:
+    assert LeaseSettings(name_prefix="sd").name(2) == "sd-shard-2"
