@@ -26,11 +26,12 @@ bench: venv controlplane
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-## A virtualenv with Sundial (editable) and its pinned development tools; reinstalled when pyproject changes.
+## A virtualenv with Sundial and the sandbox tool (both editable) and the pinned development tools;
+## reinstalled when either pyproject changes.
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml tools/sandbox/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e tools/sandbox -e '.[dev]'
 	touch $@
 
 ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, built once and cached outside the repo.

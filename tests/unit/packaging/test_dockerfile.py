@@ -214,6 +214,7 @@ def test_the_build_context_keeps_what_the_build_copies(ignore_patterns: list[str
         ".sundial/sandbox/kubeconfig",
         "tests/unit/packaging/test_dockerfile.py",
         "charts/sundial/Chart.yaml",
+        "tools/sandbox/sundial_sandbox/__init__.py",
         "operator/sundial/__pycache__/x.cpython-312.pyc",
         "operator/sundial.egg-info/PKG-INFO",
         ".mypy_cache/x",

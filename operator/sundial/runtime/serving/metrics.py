@@ -28,6 +28,23 @@ class EventResult(StrEnum):
     """An API write that failed (Events are best effort: never retried)."""
 
 
+class PassOutcome(StrEnum):
+    """How one reconcile pass ended: the ``outcome`` label of ``sundial_reconciles_total``."""
+
+    CLAIMED = "claimed"
+    """A status claim was written in the pass (and the plan's actions ran)."""
+    UNCHANGED = "unchanged"
+    """The plan changed nothing in the status, so nothing was claimed (its actions, if any, ran)."""
+    CONTENDED = "contended"
+    """Still conflicting after the re-plan budget; the key is tried again soon."""
+    GONE = "gone"
+    """The ScheduledJob was gone (from the cache, or from the API during the pass)."""
+    NOT_ACTING = "not_acting"
+    """This replica does not act for the object's shard: nothing was planned."""
+    FAILED = "failed"
+    """The pass raised (an API error after the in-pass retries, or the shard was lost mid-pass)."""
+
+
 class Metrics:
     """All of the operator's metrics. Also the API request observer of :mod:`sundial.kube.requests`."""
 
@@ -77,7 +94,11 @@ class Metrics:
             registry=r,
         )
         self.due_index_size = Gauge("sundial_due_index_size", "ScheduledJobs with a pending wake-up.", registry=r)
-        self.reconciles = Counter("sundial_reconciles", "Planning passes by outcome.", ["outcome"], registry=r)
+        self.reconciles = Counter(
+            "sundial_reconciles", "Reconcile passes by outcome (PassOutcome).", ["outcome"], registry=r
+        )
+        for outcome in PassOutcome:
+            self.reconciles.labels(outcome=outcome.value)
         self.events = Counter(
             "sundial_events",
             "Events by result: created and patched (API writes), aggregated (occurrences counted into an "
