@@ -7,11 +7,12 @@ import asyncio
 import os
 import socket
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sundial.runtime import process
-from sundial.runtime.serving import admission, logs
+from sundial.runtime.serving import admission, certificates, certrotators, logs
 from sundial.runtime.settings import LogFormat, Settings
 
 _DEFAULTS = Settings(identity="-")
@@ -81,7 +82,58 @@ def register(subparsers: Any) -> None:
         help="kubeconfig file (default: in-cluster service account, else KUBECONFIG / ~/.kube/config)",
     )
     add("--identity", default=None, help="Lease holder identity (default: <hostname>-<pid>)")
+    _add_certificate_flags(parser)
     parser.set_defaults(func=run)
+
+
+def _add_certificate_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "webhook certificate managed by the operator (instead of --webhook-cert-file/--webhook-key-file)"
+    )
+    add = group.add_argument
+    add(
+        "--webhook-cert-secret",
+        default="",
+        metavar="NAME",
+        help="keep the webhook's CA and serving certificate in this Secret: generated, rotated before expiry",
+    )
+    add(
+        "--webhook-cert-namespace",
+        default=None,
+        metavar="NS",
+        help="namespace of that Secret (default: --lease-namespace)",
+    )
+    add(
+        "--webhook-configuration",
+        default="",
+        metavar="NAME",
+        help="ValidatingWebhookConfiguration whose caBundle the operator keeps at the Secret's CA",
+    )
+    add("--webhook-cert-validity", type=float, default=365.0, metavar="DAYS", help="serving certificate lifetime")
+    add("--webhook-ca-validity", type=float, default=3650.0, metavar="DAYS", help="CA lifetime")
+
+
+def managed_certificate_from(args: argparse.Namespace, settings: Settings) -> certrotators.ManagedCertificate | None:
+    """The operator-managed certificate of ``--webhook-cert-secret`` (None without it)."""
+    if not args.webhook_cert_secret:
+        return None
+    if not settings.webhook_port:
+        raise ValueError("--webhook-cert-secret needs --webhook-port")
+    if settings.webhook_cert_file is not None:
+        raise ValueError("--webhook-cert-secret and --webhook-cert-file exclude each other")
+    if not settings.webhook_host:
+        raise ValueError("--webhook-cert-secret needs --webhook-host (the name the certificate is for)")
+    if args.webhook_cert_validity <= 0 or args.webhook_ca_validity < args.webhook_cert_validity:
+        raise ValueError("need 0 < --webhook-cert-validity <= --webhook-ca-validity")
+    return certrotators.ManagedCertificate(
+        secret_namespace=args.webhook_cert_namespace or settings.lease_namespace,
+        secret_name=args.webhook_cert_secret,
+        webhook_configuration=args.webhook_configuration,
+        names=certificates.SubjectNames.for_host(settings.webhook_host),
+        lifetimes=certificates.Lifetimes(
+            serving=timedelta(days=args.webhook_cert_validity), ca=timedelta(days=args.webhook_ca_validity)
+        ),
+    )
 
 
 def _lease_namespace(explicit: str | None) -> str:
@@ -148,10 +200,11 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
+        certificate = managed_certificate_from(args, settings)
     except ValueError as error:
         print(f"sundial run: {error}")
         return 2
-    if settings.webhook_port:
+    if settings.webhook_port and certificate is None:
         try:
             admission.webhook_server(settings)
         except ValueError as error:
@@ -159,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     logs.configure(fmt=settings.log_format, level=settings.log_level)
     with asyncio.Runner(loop_factory=_loop_factory(args.event_loop)) as runner:
-        return runner.run(process.run(settings))
+        return runner.run(process.run(settings, certificate=certificate))
 
 
 def _loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:

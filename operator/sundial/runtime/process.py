@@ -17,7 +17,7 @@ from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.coordination import leasethread
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import admission, heap, probes
+from sundial.runtime.serving import admission, certrotators, heap, probes
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
@@ -39,8 +39,14 @@ def default_planner() -> Planner:
     return plan
 
 
-async def run(settings: Settings, *, planner: Planner | None = None) -> int:
-    """Run until a signal; release the Leases on the way out. Returns the process exit code."""
+async def run(
+    settings: Settings,
+    *,
+    planner: Planner | None = None,
+    certificate: certrotators.ManagedCertificate | None = None,
+) -> int:
+    """Run until a signal; release the Leases on the way out. Returns the process exit code.
+    With CERTIFICATE the webhook serves (and keeps current) a certificate the operator manages itself."""
     configuration = await connections.load_configuration(settings.kubeconfig)
     client = connections.api_client(configuration)
     metrics = Metrics()
@@ -145,7 +151,10 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
     )
     kopf_settings = informers.operator_settings()
     informers.use_fast_json()
-    admission.configure(kopf_settings, registry, settings)  # the validating webhook, if --webhook-port
+    rotator = None
+    if certificate is not None:  # before the webhook serves: the Secret, the caBundle and the served certificate
+        rotator = await certrotators.start(certificate, api_client=client, requester=requester, clock=utcnow)
+    admission.configure(kopf_settings, registry, settings, tls=rotator.tls if rotator else None)
     runners = []
     if settings.health_port:
         webhook = probes.listening(settings.webhook_addr, settings.webhook_port) if settings.webhook_port else None
@@ -189,6 +198,8 @@ async def run(settings: Settings, *, planner: Planner | None = None) -> int:
         asyncio.create_task(take_over_signals(), name="signals"),
         asyncio.create_task(heap.trim_periodically(stopping), name="heap trim"),
     ]
+    if rotator is not None:
+        tasks.append(asyncio.create_task(rotator.run(stopping), name="webhook certificate"))
     # Not cancelled at shutdown like the others: it flushes pending Events (bounded) once STOPPING is set.
     events_task = asyncio.create_task(recorder.run(stopping), name="events")
     logger.info(
