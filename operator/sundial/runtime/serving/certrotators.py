@@ -74,7 +74,12 @@ class Stored(Protocol):
         """Create (no ``resourceVersion``) or update (compare-and-set) the Secret; False on a conflict."""
 
     async def set_ca_bundle(self, bundle: str) -> int:
-        """Set every webhook's ``clientConfig.caBundle`` to BUNDLE where it differs; how many changed."""
+        """Set every webhook's ``clientConfig.caBundle`` to BUNDLE where it differs; how many changed.
+        Raises :class:`ConfigurationMissingError` while the configuration does not exist."""
+
+
+class ConfigurationMissingError(LookupError):
+    """The ValidatingWebhookConfiguration does not exist (yet): it may be applied after the Deployment."""
 
 
 class KubeStore:
@@ -145,15 +150,20 @@ class KubeStore:
         name = self._managed.webhook_configuration
         if not name:
             return 0
-        configuration = await self._req.call(
-            verb="get",
-            resource="validatingwebhookconfigurations",
-            request=lambda: objects.raw_json(
-                self._admission.read_validating_webhook_configuration(
-                    name, _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False
-                )
-            ),
-        )
+        try:
+            configuration = await self._req.call(
+                verb="get",
+                resource="validatingwebhookconfigurations",
+                request=lambda: objects.raw_json(
+                    self._admission.read_validating_webhook_configuration(
+                        name, _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False
+                    )
+                ),
+            )
+        except errors.KubeError as error:
+            if error.code == 404:
+                raise ConfigurationMissingError(f"ValidatingWebhookConfiguration {name} does not exist") from None
+            raise
         patch = ca_bundle_patch(configuration, bundle)
         if patch:
             await self._req.call(
@@ -261,11 +271,16 @@ class Rotator:
                 material = renewed
             assert material is not None
             bundle = base64.b64encode(material.bundle_pem()).decode("ascii")
-            if await self._store.set_ca_bundle(bundle):
-                logger.info("webhook certificate: set the caBundle of %s", m.webhook_configuration)
+            due = certificates.next_check(material, now=now, resync=m.resync)
+            try:
+                if await self._store.set_ca_bundle(bundle):
+                    logger.info("webhook certificate: set the caBundle of %s", m.webhook_configuration)
+            except ConfigurationMissingError as error:
+                logger.warning("webhook certificate: %s; setting its caBundle again in %s", error, RETRY)
+                due = now + RETRY
             if self.tls.load(material):
                 logger.info("webhook certificate: serving serial %x", material.cert.serial_number)
-            return certificates.next_check(material, now=now, resync=m.resync)
+            return due
         raise RuntimeError(f"webhook certificate: {MAX_RACES} compare-and-set conflicts in a row")
 
     async def prepare(self, *, attempts: int = 30) -> None:

@@ -337,6 +337,17 @@ async def test_a_reset_ca_bundle_is_set_again_on_the_next_sync(tmp_path: Path) -
     assert store.writes == 1
 
 
+async def test_a_missing_webhook_configuration_does_not_stop_serving_and_is_retried_soon(tmp_path: Path) -> None:
+    class NoConfiguration(FakeStore):
+        async def set_ca_bundle(self, bundle: str) -> int:
+            raise certrotators.ConfigurationMissingError("ValidatingWebhookConfiguration sundial does not exist")
+
+    store, clock = NoConfiguration(chart_secret()), Clock(START)
+    rotator = rotator_on(store, clock, tmp_path)
+    assert await rotator.sync() == START + certrotators.RETRY
+    assert rotator.tls.serial == stored(store).cert.serial_number
+
+
 async def test_run_stops_when_asked(tmp_path: Path) -> None:
     store, clock = FakeStore(chart_secret()), Clock(START)
     rotator = rotator_on(store, clock, tmp_path)
