@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import re
 import shutil
 import ssl
 import subprocess
@@ -378,3 +379,62 @@ def test_the_served_context_presents_the_loaded_certificate(tmp_path: Path) -> N
     assert tls.load(material)
     assert not tls.load(material), "the same certificate is not loaded twice"
     assert isinstance(tls.context, ssl.SSLContext)
+
+
+# --- the flags ------------------------------------------------------------------------------------------
+
+
+def _parse(*flags: str) -> Any:
+    import argparse  # noqa: PLC0415
+
+    from sundial.cli import run_cmd  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser()
+    run_cmd.register(parser.add_subparsers())
+    args = parser.parse_args(["run", "--identity", "pod-0", "--lease-namespace", "sundial-system", *flags])
+    return run_cmd.managed_certificate_from(args, run_cmd.settings_from(args, environ={}))
+
+
+def test_the_flags_make_the_managed_certificate() -> None:
+    managed = _parse(
+        "--webhook-port=9443",
+        "--webhook-host=sundial-webhook.sundial-system.svc",
+        "--webhook-cert-secret=sundial-webhook-certificate",
+        "--webhook-configuration=sundial",
+        "--webhook-cert-validity=30",
+    )
+    assert managed == certrotators.ManagedCertificate(
+        secret_namespace="sundial-system",
+        secret_name="sundial-webhook-certificate",
+        webhook_configuration="sundial",
+        names=NAMES,
+        lifetimes=certificates.Lifetimes(serving=timedelta(days=30), ca=timedelta(days=3650)),
+    )
+    assert _parse("--webhook-port=9443") is None
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--webhook-cert-secret=s"], "needs --webhook-port"),
+        (["--webhook-cert-secret=s", "--webhook-port=9443"], "needs --webhook-host"),
+        (
+            [
+                "--webhook-cert-secret=s",
+                "--webhook-port=9443",
+                "--webhook-host=h",
+                "--webhook-cert-file=c",
+                "--webhook-key-file=k",
+            ],
+            "exclude each other",
+        ),
+        (
+            ["--webhook-cert-secret=s", "--webhook-port=9443", "--webhook-host=h", "--webhook-ca-validity=10"],
+            "--webhook-cert-validity <= --webhook-ca-validity",
+        ),
+    ],
+    ids=["no_port", "no_host", "with_files", "ca_shorter"],
+)
+def test_bad_flags_are_named(flags: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _parse(*flags)
