@@ -7,14 +7,14 @@ BIN := $(VENV)/bin
 SANDBOX_DIR ?= .sundial/sandbox
 PYTEST_ARGS ?=
 
-.PHONY: dev test bench venv controlplane helm lint typecheck imports unit e2e check-crds clean
+.PHONY: dev test bench venv controlplane helm promtool lint typecheck imports unit e2e check-crds clean
 
 ## Runs Sundial on a local sandbox cluster with example ScheduledJobs firing (Ctrl-C stops it).
 dev: venv controlplane
 	$(BIN)/sundial dev --dir $(SANDBOX_DIR)
 
 ## The whole test suite: quality gates, unit tests and end-to-end tests on a real control plane.
-test: venv controlplane helm lint typecheck imports check-crds
+test: venv controlplane helm promtool lint typecheck imports check-crds
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 ## The benchmark suite (issue 6): all five scenarios at full size, results in bench/results/<UTC time>/.
@@ -41,6 +41,10 @@ controlplane:
 ## helm, built once from its Go module and cached outside the repo (the chart tests use it).
 helm:
 	bash tools/helm/build.sh
+
+## promtool, built once from Prometheus' Go module and cached outside the repo (the alert rule tests use it).
+promtool:
+	bash tools/promtool/build.sh
 
 lint:
 	$(BIN)/ruff check operator tests bench tools

@@ -30,7 +30,7 @@ from sundial.runtime.coordination.decisions import LeaseTimings
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import admission, heap, probes
+from sundial.runtime.serving import admission, certrotators, heap, probes
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
@@ -87,9 +87,17 @@ class Parts:
     """Set once to stop: by a signal, a failed part, or kopf's end."""
     apps: Sequence[tuple[web.Application, int]]
     """The HTTP endpoints to serve, with their ports (those whose port is 0 are not here)."""
+    rotator: certrotators.Rotator | None = None
+    """The operator-managed webhook certificate (``--webhook-cert-secret``), prepared and kept current by
+    :func:`run`."""
 
 
-async def build(settings: Settings, *, planner: Planner | None = None) -> Parts:
+async def build(
+    settings: Settings,
+    *,
+    planner: Planner | None = None,
+    certificate: certrotators.ManagedCertificate | None = None,
+) -> Parts:
     """Make every part of the operator; nothing is started and nothing is sent to the API server."""
     configuration = await connections.load_configuration(settings.api.kubeconfig)
     client = connections.api_client(configuration)
@@ -134,7 +142,13 @@ async def build(settings: Settings, *, planner: Planner | None = None) -> Parts:
         configuration=configuration, on_scheduled_job=intake.scheduled_job, on_job=intake.job, on_login=logged_in.set
     )
     kopf_settings = informers.operator_settings()
-    admission.configure(kopf_settings, registry, settings.webhook)  # the validating webhook, if --webhook-port
+    rotator = (
+        certrotators.rotator(certificate, api_client=client, requester=requester, clock=utcnow)
+        if certificate is not None
+        else None
+    )
+    # The validating webhook, if --webhook-port; with CERTIFICATE it serves the operator-managed one.
+    admission.configure(kopf_settings, registry, settings.webhook, tls=rotator.tls if rotator else None)
     stopping = asyncio.Event()
     return Parts(
         settings=settings,
@@ -156,6 +170,7 @@ async def build(settings: Settings, *, planner: Planner | None = None) -> Parts:
         logged_in=logged_in,
         stopping=stopping,
         apps=_apps(settings, metrics, listing, stopping),
+        rotator=rotator,
     )
 
 
@@ -247,15 +262,23 @@ async def follow_leases(parts: Parts) -> None:
                     parts.dispatcher.touch(key)
 
 
-async def main(settings: Settings, *, planner: Planner | None = None) -> int:
-    """Build the operator and run it; returns the process exit code."""
-    return await run(await build(settings, planner=planner))
+async def main(
+    settings: Settings,
+    *,
+    planner: Planner | None = None,
+    certificate: certrotators.ManagedCertificate | None = None,
+) -> int:
+    """Build the operator and run it; returns the process exit code. With CERTIFICATE the webhook serves
+    (and keeps current) a certificate the operator manages itself."""
+    return await run(await build(settings, planner=planner, certificate=certificate))
 
 
 async def run(parts: Parts) -> int:
     """Run until a signal; release the Leases on the way out. Returns the process exit code."""
     settings = parts.settings
     informers.use_fast_json()
+    if parts.rotator is not None:  # before the webhook serves: the Secret, the caBundle and the served certificate
+        await parts.rotator.prepare()
     runners = [await probes.serve(app, port=port) for app, port in parts.apps]
     kopf_task = asyncio.create_task(
         kopf.operator(
@@ -278,6 +301,8 @@ async def run(parts: Parts) -> int:
         asyncio.create_task(_take_over_signals(parts), name="signals"),
         asyncio.create_task(heap.trim_periodically(parts.stopping), name="heap trim"),
     ]
+    if parts.rotator is not None:
+        tasks.append(asyncio.create_task(parts.rotator.run(parts.stopping), name="webhook certificate"))
     # Not cancelled at shutdown like the others: it flushes pending Events (bounded) once STOPPING is set.
     events_task = asyncio.create_task(parts.recorder.run(parts.stopping), name="events")
     logger.info(

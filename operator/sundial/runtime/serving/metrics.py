@@ -1,11 +1,14 @@
-"""Prometheus metrics (prefix ``sundial_``), in a registry of their own; no per-object labels."""
+"""Prometheus metrics (prefix ``sundial_``), in a registry of their own; no per-object labels (those come from
+kube-state-metrics with config/kube-state-metrics)."""
 
 from __future__ import annotations
 
+import platform
 from enum import StrEnum
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+import sundial
 from sundial.model.status import StatusCounter
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
@@ -51,6 +54,13 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
+        self.build_info = Gauge(
+            "sundial_build_info",
+            "Always 1; the labels say which Sundial and which Python this replica runs.",
+            ["version", "python_version"],
+            registry=r,
+        )
+        self.build_info.labels(version=sundial.__version__, python_version=platform.python_version()).set(1)
         self.schedule_lag = Histogram(
             "sundial_schedule_lag_seconds",
             "From a run's nominal time to the creation of its first Job.",
