@@ -47,6 +47,7 @@ exec 9>"$out_dir/.lock"
 flock 9
 if [[ -s "$archive" && -s "$out_dir/image.env" && "$no_cache" == 0 ]]; then
   log "cached: $archive"
+  touch "$out_dir"   # in use (older unused builds are pruned below)
   printf '%s\n' "$archive"
   exit 0
 fi
@@ -116,4 +117,12 @@ SIZE=$size
 WHEELS=$wheels
 ENV
 log "image $image digest $digest, $((size / 1000000)) MB unpacked, $((SECONDS - start)) s in all"
+
+# Builds unused for a week (archives and their podman tags) only fill the disk. Never forced: an image
+# a container still uses stays.
+find "$cache_root/image" -maxdepth 1 -name 'sundial-*' -type d -mtime +7 -print | while read -r dir; do
+  old_key="${dir##*/sundial-}"
+  podman images --format '{{.Repository}}:{{.Tag}}' | grep -- "-$old_key\$" | xargs -r podman rmi >/dev/null 2>&1 || true
+  rm -rf "$dir"
+done
 printf '%s\n' "$archive"
