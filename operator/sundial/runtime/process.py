@@ -28,7 +28,7 @@ from sundial.runtime.acting.sender import EventRecorder
 from sundial.runtime.coordination import leasethread
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import admission, heap, probes
+from sundial.runtime.serving import access, admission, heap, probes
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
@@ -153,7 +153,7 @@ async def build(settings: Settings, *, planner: Planner | None = None) -> Parts:
         kopf_settings=kopf_settings,
         logged_in=logged_in,
         stopping=stopping,
-        apps=_apps(settings, metrics, listing, stopping),
+        apps=_apps(settings, metrics, listing, stopping, client=client),
     )
 
 
@@ -209,7 +209,7 @@ def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -
 
 
 def _apps(
-    settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event
+    settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event, *, client: Any
 ) -> list[tuple[web.Application, int]]:
     apps = []
     if settings.probes.health_port:
@@ -218,7 +218,12 @@ def _apps(
         health = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=listening)
         apps.append((health, settings.probes.health_port))
     if settings.probes.metrics_port:
-        apps.append((probes.metrics_app(metrics.registry), settings.probes.metrics_port))
+        guard = (
+            access.MetricsAccess(reviews=access.KubeReviews(api_client=client))
+            if settings.probes.metrics_auth
+            else None
+        )
+        apps.append((probes.metrics_app(metrics.registry, access=guard), settings.probes.metrics_port))
     return apps
 
 

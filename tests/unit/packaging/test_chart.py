@@ -33,6 +33,11 @@ PASS_THROUGH = {
     "affinity.podAffinity",
     "affinity.podAntiAffinity",
     "topologySpreadConstraints.[].labelSelector",
+    *(
+        f"networkPolicy.{port}From.[].{selector}"
+        for port in ("metrics", "health", "webhook")
+        for selector in ("podSelector", "namespaceSelector")
+    ),
 }
 #: Kinds that are not in the Kubernetes OpenAPI schemas (their CRDs come from elsewhere).
 NOT_IN_KUBERNETES_SCHEMAS = {"ServiceMonitor", "PrometheusRule", "Certificate", "Issuer"}
@@ -241,7 +246,7 @@ def test_rbac_is_least_privilege(rendered: Any, checks: Any) -> None:
     values, manifests = rendered
     checks.no_wildcards_or_sensitive_access(manifests)
     expected = {k: set(v) for k, v in checks.operator_rules.items()}
-    cluster_roles = [m for m in manifests if m["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    cluster_roles = [m for m in manifests if m["kind"] in ("ClusterRole", "ClusterRoleBinding") and not _for_users(m)]
     if values["watchNamespaces"]:
         assert not cluster_roles, "namespaced mode must not create cluster-scoped RBAC"
         roles = [m for m in manifests if m["kind"] == "Role" and not m["metadata"]["name"].endswith("-leader-election")]
@@ -249,10 +254,16 @@ def test_rbac_is_least_privilege(rendered: Any, checks: Any) -> None:
         for role in roles:
             assert checks.grants(role["rules"]) == expected
     else:
-        assert checks.grants(checks.one(manifests, "ClusterRole")["rules"]) == expected
+        assert checks.grants(checks.one(manifests, "ClusterRole", RELEASE)["rules"]) == expected
     service_account = checks.one(manifests, "ServiceAccount")["metadata"]["name"]
     for binding in (m for m in manifests if m["kind"] in ("RoleBinding", "ClusterRoleBinding")):
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": service_account, "namespace": NAMESPACE}]
+
+
+def _for_users(manifest: dict[str, Any]) -> bool:
+    """A ClusterRole that is not the operator's: aggregated into view/edit/admin, or the metrics reader."""
+    name = manifest["metadata"]["name"]
+    return name.endswith(("-editor", "-viewer", "-metrics-reader")) and manifest["kind"] == "ClusterRole"
 
 
 def test_the_leader_election_role_is_confined_to_the_release_namespace(rendered: Any, checks: Any) -> None:
@@ -285,8 +296,12 @@ def test_namespaced_objects_land_in_the_release_namespace(rendered: Any) -> None
             "ClusterRole",
             "ClusterRoleBinding",
             "ValidatingWebhookConfiguration",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
         ):
             assert "namespace" not in m["metadata"]
+        elif m["kind"] == "ResourceQuota":
+            assert m["metadata"]["namespace"] in values["resourceQuota"]["namespaces"]
         elif m["kind"] in ("Role", "RoleBinding") and not m["metadata"]["name"].endswith("-leader-election"):
             assert m["metadata"]["namespace"] in values["watchNamespaces"]
         else:
