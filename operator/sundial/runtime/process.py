@@ -219,7 +219,7 @@ def _apps(
         apps.append((health, settings.probes.health_port))
     if settings.probes.metrics_port:
         guard = (
-            access.MetricsAccess(reviews=access.KubeReviews(api_client=client))
+            access.MetricsAccess(reviews=access.KubeReviews(api_client=client, observer=metrics))
             if settings.probes.metrics_auth
             else None
         )

@@ -8,7 +8,11 @@ an authenticated user without that permission: 403; the API server not answering
 
 Decisions are cached by a hash of the token (never the token itself) for :data:`ALLOW_TTL` seconds when
 allowed and :data:`DENY_TTL` when refused, at most :data:`MAX_ENTRIES` of them, so a scrape every few seconds
-costs two API calls a minute. The operator needs ``create`` on ``tokenreviews`` and ``subjectaccessreviews``.
+costs two API calls a minute (counted in ``sundial_api_requests_total``). The operator needs ``create`` on
+``tokenreviews`` and ``subjectaccessreviews``.
+
+The metrics port stays plain HTTP: a scraper's token crosses the pod network in the clear, so pair this with
+the chart's NetworkPolicy (or a mesh with mTLS) and give the scraper a token that can do nothing but this.
 """
 
 from __future__ import annotations
@@ -158,11 +162,11 @@ def access_review(user: User, *, path: str, verb: str) -> dict[str, Any]:
 class KubeReviews:
     """:class:`Reviews` through the API server (TokenReview, SubjectAccessReview)."""
 
-    def __init__(self, *, api_client: Any, requester: requests.Requester | None = None) -> None:
+    def __init__(self, *, api_client: Any, observer: requests.ApiObserver | None = None) -> None:
         self._authn = client.AuthenticationV1Api(api_client)
         self._authz = client.AuthorizationV1Api(api_client)
         bucket = ratelimits.TokenBucket(rate=REVIEW_QPS, burst=REVIEW_BURST)
-        self._requester = requester or requests.Requester(bucket=bucket)
+        self._requester = requests.Requester(bucket=bucket, observer=observer)
 
     async def _create(self, resource: str, call: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> Any:
         def request() -> Awaitable[dict[str, Any]]:
