@@ -335,3 +335,10 @@ def test_metrics_are_served_only_to_authorised_scrapers(
         assert "Forbidden" not in operator.log.read_text(errors="replace")
     finally:
         cluster.kubectl("delete", "clusterrolebinding", binding, "--ignore-not-found", check=False)
+
+
+def test_the_kustomize_policies_compile_on_the_api_server(cluster: Cluster) -> None:
+    # config/default installs them; a server-side dry run compiles their CEL without touching the cluster.
+    built = cluster.kubectl("kustomize", str(REPO / "config" / "admission-policies")).stdout
+    result = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=built)
+    assert result.stdout.count("serverside-applied (server dry run)") == 4, result.stdout
