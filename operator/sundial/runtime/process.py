@@ -30,7 +30,7 @@ from sundial.runtime.coordination.decisions import LeaseTimings
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import admission, certrotators, heap, probes
+from sundial.runtime.serving import access, admission, certrotators, heap, probes
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
@@ -169,7 +169,7 @@ async def build(
         kopf_settings=kopf_settings,
         logged_in=logged_in,
         stopping=stopping,
-        apps=_apps(settings, metrics, listing, stopping),
+        apps=_apps(settings, metrics, listing, stopping, client=client),
         rotator=rotator,
     )
 
@@ -228,7 +228,7 @@ def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -
 
 
 def _apps(
-    settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event
+    settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event, *, client: Any
 ) -> list[tuple[web.Application, int]]:
     apps = []
     if settings.probes.health_port:
@@ -237,7 +237,12 @@ def _apps(
         health = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=listening)
         apps.append((health, settings.probes.health_port))
     if settings.probes.metrics_port:
-        apps.append((probes.metrics_app(metrics.registry), settings.probes.metrics_port))
+        guard = (
+            access.MetricsAccess(reviews=access.KubeReviews(api_client=client, observer=metrics))
+            if settings.probes.metrics_auth
+            else None
+        )
+        apps.append((probes.metrics_app(metrics.registry, access=guard), settings.probes.metrics_port))
     return apps
 
 

@@ -52,6 +52,14 @@ def test_default_holds_the_namespace_crd_rbac_and_operator(default: list[dict[st
             "Role",
             "RoleBinding",
             "Deployment",
+            # Aggregated into the built-in edit/admin and view roles.
+            "ClusterRole",
+            "ClusterRole",
+            # config/admission-policies: requester authority, and no ScheduledJobs in the operator's namespace.
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
             # config/webhook, with the certificate managed by the operator:
             "Service",
             "Secret",
@@ -74,6 +82,8 @@ def test_namespaced_objects_land_in_sundial_system(default: list[dict[str, Any]]
             "ValidatingWebhookConfiguration",
         ):
             assert "namespace" not in m["metadata"], m["kind"]
+        elif m["kind"].startswith("ValidatingAdmissionPolicy"):
+            continue  # cluster-scoped, but kustomize v5.5 does not know it (kubectl ignores the namespace)
         else:
             assert m["metadata"]["namespace"] == NAMESPACE, m["kind"]
     labels = checks.one(default, "Namespace")["metadata"]["labels"]
@@ -262,7 +272,7 @@ def test_the_cert_manager_component_swaps_the_operators_certificate_for_cert_man
     assert not [a for a in container["args"] if a.startswith(("--webhook-cert-secret", "--webhook-configuration"))]
     volume = next(v for v in pod["volumes"] if v["name"] == "webhook-tls")
     assert volume["secret"]["secretName"] == certificate["spec"]["secretName"]
-    assert checks.grants(checks.one(with_cert_manager, "ClusterRole")["rules"]) == {
+    assert checks.grants(checks.one(with_cert_manager, "ClusterRole", "sundial-operator")["rules"]) == {
         k: set(v) for k, v in checks.operator_rules.items()
     }
     checks.no_wildcards_or_sensitive_access(with_cert_manager)
@@ -272,3 +282,45 @@ def test_the_cert_manager_component_swaps_the_operators_certificate_for_cert_man
 def pod_labels(deployment: dict[str, Any]) -> dict[str, str]:
     labels: dict[str, str] = deployment["spec"]["template"]["metadata"]["labels"]
     return labels
+
+
+def _by_kind(manifests: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {m["metadata"]["name"]: m for m in manifests if m["kind"] == kind}
+
+
+def test_the_admission_policies_are_on_and_bound(default: list[dict[str, Any]]) -> None:
+    policies = _by_kind(default, "ValidatingAdmissionPolicy")
+    bindings = _by_kind(default, "ValidatingAdmissionPolicyBinding")
+    assert set(policies) == set(bindings) == {"sundial-requester-authority", "sundial-operator-namespace"}
+    for name, binding in bindings.items():
+        assert binding["spec"]["policyName"] == name
+        assert binding["spec"]["validationActions"] == ["Deny"]
+    (validation,) = policies["sundial-requester-authority"]["spec"]["validations"]
+    assert "resource('jobs')" in validation["expression"] and "check('create')" in validation["expression"]
+    assert "matchResources" not in bindings["sundial-requester-authority"]["spec"]
+    (selected,) = bindings["sundial-operator-namespace"]["spec"]["matchResources"]["namespaceSelector"][
+        "matchExpressions"
+    ]
+    assert selected == {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [NAMESPACE]}
+
+
+def test_the_kustomize_and_chart_policies_check_the_same(default: list[dict[str, Any]]) -> None:
+    # One contract, two installs: everything but names, labels and the hint in the message is equal.
+    chart = ROOT / "charts" / "sundial" / "templates" / "admission-policies.yaml"
+    text = " ".join(chart.read_text().split())
+    for name, policy in _by_kind(default, "ValidatingAdmissionPolicy").items():
+        spec = policy["spec"]
+        assert spec["matchConditions"][0]["expression"] in text, name
+        for validation in spec["validations"]:
+            assert validation["expression"] in text, name
+        assert spec["failurePolicy"] == "Fail"
+
+
+def test_the_aggregated_roles_extend_edit_admin_and_view(default: list[dict[str, Any]]) -> None:
+    roles = _by_kind(default, "ClusterRole")
+    editor, viewer = roles["sundial-scheduledjob-editor"], roles["sundial-scheduledjob-viewer"]
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+    assert viewer["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert set(viewer["rules"][0]["verbs"]) == {"get", "list", "watch"}
+    assert {"create", "update", "patch", "delete"} <= set(editor["rules"][0]["verbs"])
