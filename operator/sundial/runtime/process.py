@@ -125,6 +125,7 @@ async def build(settings: Settings, *, planner: Planner | None = None) -> Parts:
         max_concurrency=settings.dispatch.max_concurrency,
         clock=utcnow,
         on_index_size=metrics.due_index_size.set,
+        priority_of=store.priority,
     )
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
     logged_in = asyncio.Event()
