@@ -99,6 +99,8 @@ def describe(body: Mapping[str, Any], *, now: datetime, count: int) -> str:
         ("Pending retries", "pendingRetries", ("scheduledTime", "attempt", "notBefore", "lastFailure")),
         ("Recent runs", "recentRuns", ("scheduledTime", "attempts", "result", "job", "finishedAt")),
         ("Dead letters", "deadLetters", ("scheduledTime", "attempts", "reason", "lastJob", "message")),
+        ("Buffered", "buffered", ("scheduledTime", "trigger", "bufferedAt")),
+        ("Backfills", "backfills", ("token", "from", "to", "nextTime", "started", "alreadyRun", "done")),
     ):
         entries = status.get(key) or []
         lines.append(f"{title}: {len(entries) or 'none'}")
