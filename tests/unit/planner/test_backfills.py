@@ -273,3 +273,26 @@ def test_invalid_requests_name_the_field(raw: str, problem: str) -> None:
 def test_the_annotation_value_round_trips() -> None:
     request = backfills.Request(token="x", start=FIVE, end=T, max_runs=7)
     assert backfills.parse_request(backfills.annotation_value(request)) == request
+
+
+def test_a_long_range_is_walked_in_bounded_passes_and_the_planner_asks_to_come_back_at_once() -> None:
+    spec = raw_spec(schedule="* * * * *")  # every minute: 300 times in five hours
+    ann = annotation(start=FIVE, end=T)
+    recent = tuple(
+        RunRecord(
+            scheduled_time=FIVE + timedelta(minutes=m),
+            attempts=1,
+            result=RunResult.SUCCEEDED,
+            trigger=Trigger.SCHEDULE,
+            finished_at=T,
+        )
+        for m in range(20)
+    )
+    obj = make_obj(spec, annotations=ann, status=status(recent_runs=recent, schedule_cursor=NOW))
+    first = plan(obj, (), context(NOW, max_enumerated_runs=15))
+    assert creates(first) == []  # the first 15 times all had a run
+    assert _progress(first, "b1") == (0, 15, FIVE + timedelta(minutes=15), False)
+    assert first.wake_at == NOW
+    second = plan(make_obj(spec, annotations=ann, status=first.status), (), context(NOW, max_enumerated_runs=15))
+    assert creates(second) == [name_at(FIVE + timedelta(minutes=m)) for m in range(20, 30)]
+    assert _progress(second, "b1") == (10, 20, FIVE + timedelta(minutes=30), False)
