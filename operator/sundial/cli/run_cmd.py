@@ -7,12 +7,13 @@ import asyncio
 import os
 import socket
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sundial.runtime import process
 from sundial.runtime import settings as groups
-from sundial.runtime.serving import admission, logs
+from sundial.runtime.serving import admission, certificates, certrotators, logs
 from sundial.runtime.settings import LogFormat, Settings
 
 _API, _LEASES, _EVENTS = groups.ApiSettings(), groups.LeaseSettings(), groups.EventSettings()
@@ -84,7 +85,58 @@ def register(subparsers: Any) -> None:
         help="kubeconfig file (default: in-cluster service account, else KUBECONFIG / ~/.kube/config)",
     )
     add("--identity", default=None, help="Lease holder identity (default: <hostname>-<pid>)")
+    _add_certificate_flags(parser)
     parser.set_defaults(func=run)
+
+
+def _add_certificate_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "webhook certificate managed by the operator (instead of --webhook-cert-file/--webhook-key-file)"
+    )
+    add = group.add_argument
+    add(
+        "--webhook-cert-secret",
+        default="",
+        metavar="NAME",
+        help="keep the webhook's CA and serving certificate in this Secret: generated, rotated before expiry",
+    )
+    add(
+        "--webhook-cert-namespace",
+        default=None,
+        metavar="NS",
+        help="namespace of that Secret (default: --lease-namespace)",
+    )
+    add(
+        "--webhook-configuration",
+        default="",
+        metavar="NAME",
+        help="ValidatingWebhookConfiguration whose caBundle the operator keeps at the Secret's CA",
+    )
+    add("--webhook-cert-validity", type=float, default=365.0, metavar="DAYS", help="serving certificate lifetime")
+    add("--webhook-ca-validity", type=float, default=3650.0, metavar="DAYS", help="CA lifetime")
+
+
+def managed_certificate_from(args: argparse.Namespace, settings: Settings) -> certrotators.ManagedCertificate | None:
+    """The operator-managed certificate of ``--webhook-cert-secret`` (None without it)."""
+    if not args.webhook_cert_secret:
+        return None
+    if not settings.webhook.port:
+        raise ValueError("--webhook-cert-secret needs --webhook-port")
+    if settings.webhook.cert_file is not None:
+        raise ValueError("--webhook-cert-secret and --webhook-cert-file exclude each other")
+    if not settings.webhook.host:
+        raise ValueError("--webhook-cert-secret needs --webhook-host (the name the certificate is for)")
+    if args.webhook_cert_validity <= 0 or args.webhook_ca_validity < args.webhook_cert_validity:
+        raise ValueError("need 0 < --webhook-cert-validity <= --webhook-ca-validity")
+    return certrotators.ManagedCertificate(
+        secret_namespace=args.webhook_cert_namespace or settings.leases.namespace,
+        secret_name=args.webhook_cert_secret,
+        webhook_configuration=args.webhook_configuration,
+        names=certificates.SubjectNames.for_host(settings.webhook.host),
+        lifetimes=certificates.Lifetimes(
+            serving=timedelta(days=args.webhook_cert_validity), ca=timedelta(days=args.webhook_ca_validity)
+        ),
+    )
 
 
 def _lease_namespace(explicit: str | None) -> str:
@@ -151,10 +203,11 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
+        certificate = managed_certificate_from(args, settings)
     except ValueError as error:
         print(f"sundial run: {error}")
         return 2
-    if settings.webhook.port:
+    if settings.webhook.port and certificate is None:
         try:
             admission.webhook_server(settings.webhook)
         except ValueError as error:
@@ -162,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     logs.configure(fmt=settings.logging.format, level=settings.logging.level)
     with asyncio.Runner(loop_factory=_loop_factory(args.event_loop)) as runner:
-        return runner.run(process.main(settings))
+        return runner.run(process.main(settings, certificate=certificate))
 
 
 def _loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:

@@ -18,7 +18,8 @@ module registers it as kopf's ``@kopf.on.validate`` handler and serves it with :
 * kopf does not manage the ValidatingWebhookConfiguration unless ``--webhook-managed NAME`` is given: the
   Helm chart and the tests create it, scoped and with ``failurePolicy: Fail``.
 * The serving certificate comes from ``--webhook-cert-file``/``--webhook-key-file`` (re-read by kopf when the
-  files change, e.g. a cert-manager Secret). Without them kopf generates a self-signed certificate, which
+  files change, e.g. a cert-manager Secret), or from the operator's own rotator (``--webhook-cert-secret``,
+  :mod:`.certrotators`, passed as ``tls``). Without either kopf generates a self-signed certificate, which
   needs the optional ``certbuilder`` package; ``--webhook-ca-dump FILE`` writes the CA bundle to give the API
   server (``caBundle``).
 """
@@ -32,6 +33,7 @@ from typing import Any, Literal
 import kopf
 
 from sundial import model
+from sundial.runtime.serving import certrotators
 from sundial.runtime.settings import WebhookSettings
 
 WEBHOOK_ID = "validate-scheduledjob"
@@ -96,10 +98,22 @@ def can_self_sign() -> bool:
     return importlib.util.find_spec("certbuilder") is not None
 
 
-def webhook_server(settings: WebhookSettings) -> Any:
-    """The HTTPS server of the webhook, from ``--webhook-*`` settings (``--webhook-port`` must be set)."""
+def webhook_server(settings: WebhookSettings, *, tls: certrotators.ServingTLS | None = None) -> Any:
+    """The HTTPS server of the webhook, from ``--webhook-*`` settings (``--webhook-port`` must be set); with
+    TLS, serving the operator-managed certificate in its context."""
     if not settings.port:
         raise ValueError("the webhook is disabled (--webhook-port 0)")
+    if tls is not None:
+        return kopf.WebhookServer(
+            addr=settings.addr or None,
+            port=settings.port,
+            host=settings.host or None,
+            context=tls.context,
+            certfile=tls.certfile,
+            pkeyfile=tls.keyfile,
+            cadata=tls.cadata,
+            cadump=settings.ca_dump,
+        )
     own_certificate = settings.cert_file is not None and settings.key_file is not None
     if not own_certificate and not can_self_sign():
         raise ValueError(
@@ -116,11 +130,13 @@ def webhook_server(settings: WebhookSettings) -> Any:
     )
 
 
-def configure(kopf_settings: Any, registry: Any, settings: WebhookSettings) -> None:
+def configure(
+    kopf_settings: Any, registry: Any, settings: WebhookSettings, *, tls: certrotators.ServingTLS | None = None
+) -> None:
     """Register the handler and its server when ``--webhook-port`` is set; otherwise do nothing."""
     if not settings.port:
         return
     register(registry)
-    kopf_settings.admission.server = webhook_server(settings)
+    kopf_settings.admission.server = webhook_server(settings, tls=tls)
     if settings.managed:
         kopf_settings.admission.managed = settings.managed

@@ -5,17 +5,16 @@ ScheduledJob is still found later. A Job deleted while the owner's status may st
 is kept as a *tombstone* (phase DELETED, or its final phase if it had finished) until a reconcile sees
 the status no longer needs it: that is how "the worker crashed" (JobLost) is noticed.
 
-Memory (every replica holds every object; ``python -m bench.memory``): a ScheduledJob is kept as the
-compressed JSON of only what :meth:`sundial.model.ScheduledJob.from_dict` reads — ``spec``, ``status``
-and the metadata fields of :class:`sundial.model.ObjectMeta`, with only Sundial's own (``sundial.dev/``)
-annotations — and decoded again for each pass. Not kept: ``managedFields`` (server-side apply makes it
-the largest part of a body), labels, other annotations (``kubectl.kubernetes.io/last-applied-configuration``
-is a second copy of the object), ownerReferences, finalizers. Per idle object (the bench's captured
-one): a parsed body was ~23 KB (~210 Python objects), its kept JSON is 2.3 KB, compressed ~0.1-0.7 KB
-(:class:`_Codec`). A Job is kept only as the :class:`ObservedJob` the planner is given (a Job body is
-larger still). ``spec.priority`` is kept beside the blob, in a dict holding only the objects whose priority
-is not 0, so dispatch orders keys without decoding anything. The UIDs seen for readiness are kept only
-until the initial state is indexed (:meth:`Store.stop_tracking_uids`).
+Memory (every replica holds every object): a ScheduledJob is kept as the compressed JSON of only what
+:meth:`sundial.model.ScheduledJob.from_dict` reads — ``spec``, ``status`` and the metadata fields of
+:class:`sundial.model.ObjectMeta`, with only Sundial's own (``sundial.dev/``) annotations — and decoded
+again for each pass. Not kept: ``managedFields`` (server-side apply makes it the largest part of a body),
+labels, other annotations (``kubectl.kubernetes.io/last-applied-configuration`` is a second copy of the
+object), ownerReferences, finalizers; the JSON is deflated (:class:`_Codec`). A Job is kept only as the
+:class:`ObservedJob` the planner is given (a Job body is larger still). The UIDs seen for readiness are kept
+only until the initial state is indexed (:meth:`Store.stop_tracking_uids`). ``spec.priority`` is kept beside
+the blob, in a dict holding only the objects whose priority is not 0, so dispatch orders keys without
+decoding anything. The sizes per object, measured with ``python -m bench.memory``, are in docs/benchmarks.md.
 """
 
 from __future__ import annotations
