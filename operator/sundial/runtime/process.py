@@ -130,12 +130,7 @@ async def build(
         clock=utcnow,
         crash_after_claim=settings.test_crash_after_claim,
     )
-    dispatcher = Dispatcher(
-        reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
-        max_concurrency=settings.dispatch.max_concurrency,
-        clock=utcnow,
-        on_index_size=metrics.due_index_size.set,
-    )
+    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store)
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
     logged_in = asyncio.Event()
     registry = informers.registry(
@@ -171,6 +166,19 @@ async def build(
         stopping=stopping,
         apps=_apps(settings, metrics, listing, stopping, client=client),
         rotator=rotator,
+    )
+
+
+def _dispatcher(
+    settings: Settings, reconciler: Reconciler, in_flight: InFlight, metrics: Metrics, store: Store
+) -> Dispatcher:
+    """The one dispatch loop: passes counted in flight, due keys ordered by the priorities the store keeps."""
+    return Dispatcher(
+        reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
+        max_concurrency=settings.dispatch.max_concurrency,
+        clock=utcnow,
+        on_index_size=metrics.due_index_size.set,
+        priority_of=store.priority,
     )
 
 
