@@ -109,6 +109,8 @@ class StatusCounter(StrEnum):
     """Runs skipped (``concurrencyPolicy: Forbid``, or replaced before they started)."""
     DEAD_LETTERED = "dead_lettered"
     """Runs dead-lettered."""
+    EXCLUDED = "excluded"
+    """Nominal times not run because they are excluded (``spec.exclude``, ScheduleCalendars)."""
 
 
 class Counters(StatusModel):
@@ -121,6 +123,7 @@ class Counters(StatusModel):
     missed: int = 0
     skipped: int = 0
     dead_lettered: int = 0
+    excluded: int = 0
 
 
 class ScheduledJobStatus(StatusModel):

@@ -48,6 +48,12 @@ class EventReason(StrEnum):
     """Normal: a new ``sundial.dev/redrive`` token gave the dead-lettered runs new attempts."""
     COMPLETED = "Completed"
     """Normal: a one-off completed (with its :class:`sundial.model.enums.CompleteReason`)."""
+    RUN_EXCLUDED = "RunExcluded"
+    """Normal: a nominal time was excluded (``spec.exclude``, a ScheduleCalendar): one per time, then a summary."""
+    CALENDAR_NOT_FOUND = "CalendarNotFound"
+    """Warning: a ScheduleCalendar in ``spec.calendarRefs`` does not exist (as condition ``Ready=False``)."""
+    INVALID_CALENDAR = "InvalidCalendar"
+    """Warning: a ScheduleCalendar in ``spec.calendarRefs`` is invalid (as condition ``Ready=False``)."""
 
 
 class DeleteReason(StrEnum):

@@ -50,6 +50,11 @@ class Metrics:
             "sundial_attempts_failed", "Attempts whose Job failed or was lost (each may be retried).", registry=r
         )
         self.retried = Counter("sundial_attempts_retried", "Retry attempts started (attempt 2 on).", registry=r)
+        self.excluded = Counter(
+            "sundial_runs_excluded",
+            "Nominal times not run because they are excluded (spec.exclude, ScheduleCalendars).",
+            registry=r,
+        )
         #: Each ``status.counters`` field and the metric that counts its increases.
         self.by_status_counter = {
             StatusCounter.MISSED: self.missed,
@@ -58,6 +63,7 @@ class Metrics:
             StatusCounter.SUCCEEDED: self.succeeded,
             StatusCounter.FAILED: self.attempts_failed,
             StatusCounter.RETRIED: self.retried,
+            StatusCounter.EXCLUDED: self.excluded,
         }
         self.active_runs = Gauge("sundial_active_runs", "Runs with an active attempt.", registry=r)
         self.leases_held = Gauge("sundial_leases_held", "Shard Leases this replica holds.", registry=r)
