@@ -30,6 +30,7 @@ from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType
 from sundial.planner import names
 from sundial.planner.observed import ObservedJob
 from sundial.runtime.watch import jobs
+from sundial.runtime.watch.calendars import Calendars, refs_of
 
 Key = tuple[str, str]
 """(namespace, name) of a ScheduledJob."""
@@ -166,6 +167,8 @@ class Store:
         self._tombstones: dict[tuple[str, str], dict[str, ObservedJob]] = {}
         self._seen: set[str] | None = set()
         self._fresh: list[str] = []
+        self.calendars = Calendars()
+        """ScheduleCalendars and the reverse index calendar -> referring ScheduledJob keys."""
 
     # ScheduledJobs ---------------------------------------------------------------------------------
 
@@ -178,6 +181,7 @@ class Store:
         clear = f"{meta.get('uid', '')} {meta.get('resourceVersion', '')}".encode()
         header = len(clear).to_bytes(_HEADER_LENGTH, "big") + clear
         self._scheduled_jobs[key] = header + self._codec.encode(slim_scheduled_job(body))
+        self.calendars.refer(key, refs_of(body))
         self._seen_uid(body)
         return key
 
@@ -202,8 +206,21 @@ class Store:
     def drop_scheduled_job(self, body: Mapping[str, Any]) -> Key:
         key = key_of(body)
         self._scheduled_jobs.pop(key, None)
+        self.calendars.forget(key)
         self._seen_uid(body)
         return key
+
+    # ScheduleCalendars -----------------------------------------------------------------------------
+
+    def put_calendar(self, body: Mapping[str, Any]) -> set[Key]:
+        """Keep a ScheduleCalendar; returns the keys of the ScheduledJobs that refer to it."""
+        self._seen_uid(body)
+        return self.calendars.put(body)
+
+    def drop_calendar(self, body: Mapping[str, Any]) -> set[Key]:
+        """Forget a deleted ScheduleCalendar; returns the keys of the ScheduledJobs that refer to it."""
+        self._seen_uid(body)
+        return self.calendars.drop(body)
 
     def scheduled_job(self, key: Key) -> dict[str, Any] | None:
         """A fresh dict on every call (decoded from the kept JSON): only the fields listed above."""
