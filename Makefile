@@ -7,14 +7,15 @@ BIN := $(VENV)/bin
 SANDBOX_DIR ?= .sundial/sandbox
 PYTEST_ARGS ?=
 
-.PHONY: dev test bench venv controlplane helm lint typecheck imports unit e2e check-crds clean
+.PHONY: dev test bench venv controlplane helm promtool image lock release lint typecheck imports unit e2e check-crds clean
 
 ## Runs Sundial on a local sandbox cluster with example ScheduledJobs firing (Ctrl-C stops it).
 dev: venv controlplane
 	$(BIN)/sundial dev --dir $(SANDBOX_DIR)
 
-## The whole test suite: quality gates, unit tests and end-to-end tests on a real control plane.
-test: venv controlplane helm lint typecheck imports check-crds
+## The whole test suite: quality gates, unit tests and end-to-end tests on a real control plane (the
+## e2e suite runs the operator from the image that `make image` builds, or reuses from its cache).
+test: venv controlplane helm promtool image lint typecheck imports check-crds
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 ## The benchmark suite (issue 6): all five scenarios at full size, results in bench/results/<UTC time>/.
@@ -26,11 +27,12 @@ bench: venv controlplane
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-## A virtualenv with Sundial (editable) and its pinned development tools; reinstalled when pyproject changes.
+## A virtualenv with Sundial and the sandbox tool (both editable) and the pinned development tools;
+## reinstalled when either pyproject changes.
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml tools/sandbox/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e tools/sandbox -e '.[dev]'
 	touch $@
 
 ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, built once and cached outside the repo.
@@ -40,6 +42,24 @@ controlplane:
 ## helm, built once from its Go module and cached outside the repo (the chart tests use it).
 helm:
 	bash tools/helm/build.sh
+
+## promtool, built once from Prometheus' Go module and cached outside the repo (the alert rule tests use it).
+promtool:
+	bash tools/promtool/build.sh
+
+## The operator image, built without a Docker engine (mmdebstrap + podman) from the hash-pinned lock and
+## cached outside the repo by its inputs; the last line printed is the OCI archive's path. See tools/image/.
+image:
+	bash tools/image/build.sh
+
+## Regenerate the image's hash-pinned lock files from pyproject.toml (after changing its dependencies).
+lock:
+	bash tools/image/lock.sh
+
+## dist/: the chart package, the image archive, the sundial wheel (with the kubectl plugin), a CycloneDX
+## SBOM and SHA256SUMS, all of pyproject.toml's version. See docs/install.md.
+release: helm
+	bash tools/image/release.sh
 
 lint:
 	$(BIN)/ruff check operator tests bench tools

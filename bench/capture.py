@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from bench import env
-from sundial.sandbox import Sandbox, install_crds
+from sundial_sandbox import Sandbox, install_crds
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "scheduledjob.json"
 NAMESPACE = "capture"

@@ -20,9 +20,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sundial.sandbox import Sandbox, install_crds
-from sundial.sandbox.api import probe_https
-from sundial.sandbox.processes import ProcessTable
+from sundial_sandbox import Sandbox, install_crds
+from sundial_sandbox.api import probe_https
+from sundial_sandbox.processes import ProcessTable
 
 REPO = Path(__file__).resolve().parents[1]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -32,7 +32,7 @@ from typing import Any
 
 from bench import env
 from bench.stats import summary
-from sundial.sandbox import install_crds
+from sundial_sandbox import install_crds
 
 REPO = Path(__file__).resolve().parents[1]
 SHARDS = 12
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     sandbox = None
     kubeconfig: Path | None = args.kubeconfig
     if kubeconfig is None:
-        from sundial.sandbox import Sandbox  # noqa: PLC0415 - only without --kubeconfig
+        from sundial_sandbox import Sandbox  # noqa: PLC0415 - only without --kubeconfig
 
         sandbox = Sandbox(args.sandbox_dir or Path(tempfile.mkdtemp(prefix="bench-sharding-")))
         kubeconfig = sandbox.start()

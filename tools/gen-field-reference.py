@@ -138,6 +138,7 @@ def vocabulary() -> list[str]:
         (names.SCHEDULED_JOB_LABEL, "label", on_jobs, "SCHEDULED_JOB_LABEL"),
         *((key, "annotation", on_jobs, name) for name, key in vars(names).items() if key in names.JOB_ANNOTATIONS),
         (names.REDRIVE_ANNOTATION, "annotation", "ScheduledJob", "REDRIVE_ANNOTATION"),
+        (names.BACKFILL_ANNOTATION, "annotation", "ScheduledJob", "BACKFILL_ANNOTATION"),
         *((value, "environment variable", "every container of a run", name)
           for name, value in vars(names).items() if name.endswith("_ENV")),
     ]  # fmt: skip

@@ -3,7 +3,7 @@
 Which cluster:
 * ``SUNDIAL_E2E_KUBECONFIG=/path`` (or ``SUNDIAL_E2E_USE_KUBECONFIG=1`` with ``KUBECONFIG``):
   an existing cluster (e.g. kind). Nothing is started or stopped.
-* otherwise a :class:`sundial.sandbox.Sandbox` in a temporary directory, stopped at session end.
+* otherwise a :class:`sundial_sandbox.Sandbox` in a temporary directory, stopped at session end.
   ``SUNDIAL_E2E_SANDBOX_DIR=/path`` uses (and keeps running) a sandbox in that directory instead,
   which makes re-runs fast. Build the binaries first: ``bash tools/controlplane/build.sh``.
 
@@ -44,8 +44,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from sundial.sandbox import DURATION_ANNOTATION, OUTCOME_FAIL, OUTCOME_LABEL, Sandbox, install_crds
-from sundial.sandbox.webhook import issue_serving_certificate, validating_webhook_configuration
+from sundial_sandbox import DURATION_ANNOTATION, OUTCOME_FAIL, OUTCOME_LABEL, Sandbox, install_crds
+from sundial_sandbox.webhook import issue_serving_certificate, validating_webhook_configuration
 
 T = TypeVar("T")
 

@@ -12,8 +12,8 @@ test then mints a token for the chart's ServiceAccount through the TokenRequest 
 
 Then nothing was refused: no ``code="403"`` in ``sundial_api_requests_total`` and no "forbidden" in the log.
 The same for the namespaced mode (``watchNamespaces``: Roles only), which additionally cannot reach a
-namespace it does not watch. Finally ``helm upgrade`` of a webhook-enabled release keeps its generated CA
-(the chart's ``lookup``).
+namespace it does not watch. Finally ``helm upgrade`` of a webhook-enabled release keeps what the operator
+wrote into the chart's empty certificate Secret and the caBundle it patched in.
 """
 
 from __future__ import annotations
@@ -374,8 +374,13 @@ def test_a_cluster_wide_operator_under_the_chart_watches_all_namespaces(
 def test_the_namespaced_chart_is_enough_in_its_namespace_and_nothing_more(
     cluster: Cluster, namespaced: Release, start_operator: OperatorLauncher, namespace: str, tmp_path: Path
 ) -> None:
-    kinds = {m["kind"] for m in namespaced.manifests()}
-    assert not kinds & {"ClusterRole", "ClusterRoleBinding"}
+    # The only cluster-scoped RBAC: the editor/viewer roles aggregated into edit/admin/view (for users, not
+    # the operator: nothing binds them to its ServiceAccount).
+    cluster_rbac = [m for m in namespaced.manifests() if m["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    assert sorted(m["metadata"]["name"] for m in cluster_rbac) == [
+        f"{namespaced.service_account}-editor",
+        f"{namespaced.service_account}-viewer",
+    ]
     other = create_namespace(cluster, "chart-other")
     try:
         assert namespaced.can_i("watch", "scheduledjobs.sundial.dev", namespace)
@@ -389,34 +394,39 @@ def test_the_namespaced_chart_is_enough_in_its_namespace_and_nothing_more(
         delete_namespace(cluster, other)
 
 
-def test_upgrading_a_webhook_enabled_release_keeps_its_generated_ca(
+def test_upgrading_a_webhook_enabled_release_keeps_what_the_operator_wrote(
     cluster: Cluster, crds: None, tmp_path: Path, namespace: str
 ) -> None:
     # Scoped to one (empty) watched namespace so its failurePolicy Fail configuration refuses nothing else.
     release = install(cluster, tmp_path, "webhook.enabled=true", watch=[namespace])
     try:
-        secret_name = f"{release.service_account}-webhook-tls"
-
-        def secret() -> dict[str, str]:
-            data: dict[str, str] = cluster.get_json("secret", secret_name, "-n", release.namespace)["data"]
-            return data
-
-        def ca_bundle() -> str:
-            configuration = cluster.get_json("validatingwebhookconfiguration", release.service_account)
-            bundle: str = configuration["webhooks"][0]["clientConfig"]["caBundle"]
-            return bundle
-
-        before = secret()
-        assert ca_bundle() == before["ca.crt"]
-        assert base64.b64decode(before["tls.crt"]).startswith(b"-----BEGIN CERTIFICATE-----")
+        secret_name = f"{release.service_account}-webhook-certificate"
+        configuration = release.service_account
+        # What the operator writes (tests/e2e/test_deterministic_install.py runs the real one), as the chart's
+        # ServiceAccount: the Secret's data (update, by name) and the caBundle (patch, by name).
+        secret = cluster.get_json("secret", secret_name, "-n", release.namespace)
+        assert "data" not in secret, "the chart renders the Secret empty"
+        written = {"tls.crt": "dGxz", "tls.key": "a2V5", "ca.crt": "Y2E=", "ca.key": "Y2FrZXk="}
+        secret["data"] = written
+        (tmp_path / "secret.json").write_text(json.dumps(secret))
+        release.kubectl_as("replace", "-f", str(tmp_path / "secret.json"), check=True)
+        patch = [{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": "Y2E="}]
+        release.kubectl_as(
+            "patch", "validatingwebhookconfiguration", configuration, "--type=json", f"-p={json.dumps(patch)}",
+            check=True,
+        )  # fmt: skip
+        assert not release.can_i("list", "secrets", release.namespace)
+        assert not release.can_i("create", "secrets", release.namespace)
+        assert not release.can_i("get", "secrets/other", release.namespace)
         run_helm(
             cluster, release.helm, "upgrade", release.name, str(CHART), "-n", release.namespace, "--reuse-values",
             "--set", "webhook.timeoutSeconds=5",
         )  # fmt: skip
-        after = secret()
-        assert after == before, "helm upgrade generated a new certificate"
-        assert ca_bundle() == before["ca.crt"]
-        configuration = cluster.get_json("validatingwebhookconfiguration", release.service_account)
-        assert configuration["webhooks"][0]["timeoutSeconds"] == 5
+        after = cluster.get_json("secret", secret_name, "-n", release.namespace)
+        assert after["data"] == written, "helm upgrade overwrote the operator's certificate"
+        hook = cluster.get_json("validatingwebhookconfiguration", configuration)["webhooks"][0]
+        assert hook["clientConfig"]["caBundle"] == "Y2E=", "helm upgrade dropped the caBundle"
+        assert hook["timeoutSeconds"] == 5
+        assert base64.b64decode(after["data"]["ca.crt"]) == b"ca"
     finally:
         uninstall(release)

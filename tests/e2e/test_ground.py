@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sundial.sandbox import install_crds
+from sundial_sandbox import install_crds
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster

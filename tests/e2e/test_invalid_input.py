@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 
-from sundial.sandbox import install_crds
+from sundial_sandbox import install_crds
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import AdmissionWebhook, Cluster

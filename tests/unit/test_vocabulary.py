@@ -22,6 +22,7 @@ KEYS = {
     names.FENCING_TOKEN_ANNOTATION: "sundial.dev/fencing-token",
     names.TRIGGER_ANNOTATION: "sundial.dev/trigger",
     names.REDRIVE_ANNOTATION: "sundial.dev/redrive",
+    names.BACKFILL_ANNOTATION: "sundial.dev/backfill",
     names.SCHEDULED_TIME_ENV: "SUNDIAL_SCHEDULED_TIME",
     names.ATTEMPT_ENV: "SUNDIAL_ATTEMPT",
     names.IDEMPOTENCY_KEY_ENV: "SUNDIAL_IDEMPOTENCY_KEY",
@@ -31,7 +32,8 @@ KEYS = {
 }
 
 ENUMS: dict[type[StrEnum], set[str]] = {
-    enums.Trigger: {"schedule", "catch-up", "retry", "manual", "redrive"},
+    enums.Trigger: {"schedule", "catch-up", "retry", "manual", "redrive", "backfill"},
+    enums.ConcurrencyPolicy: {"Allow", "Forbid", "Replace", "BufferOne", "BufferAll"},
     enums.RunResult: {"Succeeded", "DeadLettered", "Replaced", "Excluded"},
     enums.DeadLetterReason: {"MaxAttemptsExceeded", "MaxRunAgeExceeded", "InvalidJobTemplate"},
     enums.ConditionType: {"Ready", "Suspended", "DeadLettered", "Complete"},
@@ -51,7 +53,10 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "InvalidCalendar",
     },
     enums.CompleteReason: {"Succeeded", "DeadLettered", "Missed"},
-    status.StatusCounter: {"runs", "succeeded", "failed", "retried", "missed", "skipped", "dead_lettered", "excluded"},
+    status.StatusCounter: {
+        *("runs", "succeeded", "failed", "retried", "missed", "skipped", "dead_lettered"),
+        *("excluded", "buffered"),
+    },
     observed.FailureReason: {"Failed", "JobLost", "UnexpectedJob", "InvalidJobTemplate"},
     actions.DeleteReason: {"HistoryLimit", "Replaced"},
     actions.EventType: {"Normal", "Warning"},
@@ -75,6 +80,11 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "RunExcluded",
         "CalendarNotFound",
         "InvalidCalendar",
+        "RunBuffered",
+        "BackfillStarted",
+        "BackfillCompleted",
+        "BackfillRefused",
+        "InvalidBackfill",
     },
     metrics.EventResult: {"created", "patched", "aggregated", "dropped", "failed"},
 }

@@ -85,6 +85,10 @@ app.kubernetes.io/component: operator
 {{- if not (and (lt (float64 $le.retryPeriod) (float64 $le.renewDeadline)) (lt (float64 $le.renewDeadline) (float64 $le.leaseDuration))) }}
 {{- fail "leaderElection: need retryPeriod < renewDeadline < leaseDuration" }}
 {{- end }}
+{{- $oc := .Values.webhook.operatorCertificate }}
+{{- if lt (int $oc.caValidityDays) (int $oc.validityDays) }}
+{{- fail "webhook.operatorCertificate: need validityDays <= caValidityDays" }}
+{{- end }}
 {{- end }}
 
 {{/* The webhook Service's name. */}}
@@ -92,9 +96,19 @@ app.kubernetes.io/component: operator
 {{- printf "%s-webhook" (include "sundial.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* The Secret holding the webhook's serving certificate (tls.crt, tls.key, ca.crt). */}}
+{{/* The Secret cert-manager writes the webhook's serving certificate to (tls.crt, tls.key, ca.crt). */}}
 {{- define "sundial.webhookSecretName" -}}
 {{- printf "%s-webhook-tls" (include "sundial.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret the operator keeps its own webhook CA and certificate in (webhook.operatorCertificate). */}}
+{{- define "sundial.webhookCertificateSecretName" -}}
+{{- printf "%s-webhook-certificate" (include "sundial.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Whether the operator manages the webhook's certificate itself (the webhook is on, cert-manager is not). */}}
+{{- define "sundial.operatorCertificate" -}}
+{{- if and .Values.webhook.enabled (not .Values.webhook.certManager.enabled) }}true{{ end }}
 {{- end }}
 
 {{/* The DNS names the API server may use for the webhook Service. */}}

@@ -1,7 +1,8 @@
 """``sundial dev``: the sandbox control plane, the CRD, the samples and the operator, in one command.
 
 The sandbox keeps running after the operator stops (Ctrl-C), so the next ``sundial dev`` starts in
-seconds; ``sundial sandbox stop`` ends it.
+seconds; ``sundial sandbox stop`` ends it. The control plane is the ``sundial-sandbox`` development tool,
+imported only when the command runs (see :mod:`sundial.cli.sandbox_cmd`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sundial.cli.sandbox_cmd import default_directory
-from sundial.sandbox import BinariesError, CrdError, Sandbox, SandboxError, install_crds
+from sundial.cli.sandbox_cmd import default_directory, require_sandbox
 
 
 def repository_root() -> Path:
@@ -31,6 +31,15 @@ def _kubectl(kubeconfig: Path, *args: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    require_sandbox("dev")
+    from sundial_sandbox import (  # noqa: PLC0415 - a dev tool, not in the sundial wheel
+        BinariesError,
+        CrdError,
+        Sandbox,
+        SandboxError,
+        install_crds,
+    )
+
     directory = Path(args.dir) if args.dir is not None else default_directory()
     sandbox = Sandbox(directory)
     try:

@@ -7,12 +7,13 @@ import asyncio
 import os
 import socket
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sundial.runtime import process
 from sundial.runtime import settings as groups
-from sundial.runtime.serving import admission, logs
+from sundial.runtime.serving import admission, certificates, certrotators, logs
 from sundial.runtime.settings import LogFormat, Settings
 
 _API, _LEASES, _EVENTS = groups.ApiSettings(), groups.LeaseSettings(), groups.EventSettings()
@@ -68,6 +69,11 @@ def register(subparsers: Any) -> None:
     add("--max-concurrency", type=int, default=_DISPATCH.max_concurrency, help="objects reconciled at once")
     add("--metrics-port", type=int, default=_PROBES.metrics_port, help="Prometheus /metrics port (0: off)")
     add("--health-port", type=int, default=_PROBES.health_port, help="/healthz and /readyz port (0: off)")
+    add(
+        "--metrics-auth",
+        action="store_true",
+        help="serve /metrics only to bearer tokens allowed to get /metrics (TokenReview + SubjectAccessReview)",
+    )
     add("--webhook-port", type=int, default=_WEBHOOK.port, help="admission webhook HTTPS port (0: off)")
     add("--webhook-addr", default=_WEBHOOK.addr, help="admission webhook listen address")
     add("--webhook-host", default=_WEBHOOK.host, help="host/IP the API server reaches the webhook at")
@@ -75,6 +81,13 @@ def register(subparsers: Any) -> None:
     add("--webhook-key-file", type=Path, default=None, help="webhook serving key (PEM)")
     add("--webhook-ca-dump", type=Path, default=None, help="write the webhook's CA bundle to this file")
     add("--webhook-managed", default="", metavar="NAME", help="let kopf manage this ValidatingWebhookConfiguration")
+    add(
+        "--max-job-template-bytes",
+        type=int,
+        default=_WEBHOOK.max_job_template_bytes,
+        metavar="BYTES",
+        help="the webhook refuses a larger spec.jobTemplate (bytes of JSON; 0: no limit)",
+    )
     add("--log-format", choices=[f.value for f in LogFormat], default=LogFormat.TEXT.value)
     add("--log-level", default=_LOGGING.level)
     add(
@@ -84,7 +97,58 @@ def register(subparsers: Any) -> None:
         help="kubeconfig file (default: in-cluster service account, else KUBECONFIG / ~/.kube/config)",
     )
     add("--identity", default=None, help="Lease holder identity (default: <hostname>-<pid>)")
+    _add_certificate_flags(parser)
     parser.set_defaults(func=run)
+
+
+def _add_certificate_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "webhook certificate managed by the operator (instead of --webhook-cert-file/--webhook-key-file)"
+    )
+    add = group.add_argument
+    add(
+        "--webhook-cert-secret",
+        default="",
+        metavar="NAME",
+        help="keep the webhook's CA and serving certificate in this Secret: generated, rotated before expiry",
+    )
+    add(
+        "--webhook-cert-namespace",
+        default=None,
+        metavar="NS",
+        help="namespace of that Secret (default: --lease-namespace)",
+    )
+    add(
+        "--webhook-configuration",
+        default="",
+        metavar="NAME",
+        help="ValidatingWebhookConfiguration whose caBundle the operator keeps at the Secret's CA",
+    )
+    add("--webhook-cert-validity", type=float, default=365.0, metavar="DAYS", help="serving certificate lifetime")
+    add("--webhook-ca-validity", type=float, default=3650.0, metavar="DAYS", help="CA lifetime")
+
+
+def managed_certificate_from(args: argparse.Namespace, settings: Settings) -> certrotators.ManagedCertificate | None:
+    """The operator-managed certificate of ``--webhook-cert-secret`` (None without it)."""
+    if not args.webhook_cert_secret:
+        return None
+    if not settings.webhook.port:
+        raise ValueError("--webhook-cert-secret needs --webhook-port")
+    if settings.webhook.cert_file is not None:
+        raise ValueError("--webhook-cert-secret and --webhook-cert-file exclude each other")
+    if not settings.webhook.host:
+        raise ValueError("--webhook-cert-secret needs --webhook-host (the name the certificate is for)")
+    if args.webhook_cert_validity <= 0 or args.webhook_ca_validity < args.webhook_cert_validity:
+        raise ValueError("need 0 < --webhook-cert-validity <= --webhook-ca-validity")
+    return certrotators.ManagedCertificate(
+        secret_namespace=args.webhook_cert_namespace or settings.leases.namespace,
+        secret_name=args.webhook_cert_secret,
+        webhook_configuration=args.webhook_configuration,
+        names=certificates.SubjectNames.for_host(settings.webhook.host),
+        lifetimes=certificates.Lifetimes(
+            serving=timedelta(days=args.webhook_cert_validity), ca=timedelta(days=args.webhook_ca_validity)
+        ),
+    )
 
 
 def _lease_namespace(explicit: str | None) -> str:
@@ -140,9 +204,12 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             key_file=args.webhook_key_file,
             ca_dump=args.webhook_ca_dump,
             managed=args.webhook_managed,
+            max_job_template_bytes=args.max_job_template_bytes,
         ),
         dispatch=groups.DispatchSettings(max_concurrency=args.max_concurrency),
-        probes=groups.ProbeSettings(metrics_port=args.metrics_port, health_port=args.health_port),
+        probes=groups.ProbeSettings(
+            metrics_port=args.metrics_port, health_port=args.health_port, metrics_auth=args.metrics_auth
+        ),
         logging=groups.LoggingSettings(format=LogFormat(args.log_format), level=args.log_level),
         test_crash_after_claim=_crash_after_claim(env),
     )
@@ -151,10 +218,11 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
+        certificate = managed_certificate_from(args, settings)
     except ValueError as error:
         print(f"sundial run: {error}")
         return 2
-    if settings.webhook.port:
+    if settings.webhook.port and certificate is None:
         try:
             admission.webhook_server(settings.webhook)
         except ValueError as error:
@@ -162,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     logs.configure(fmt=settings.logging.format, level=settings.logging.level)
     with asyncio.Runner(loop_factory=_loop_factory(args.event_loop)) as runner:
-        return runner.run(process.main(settings))
+        return runner.run(process.main(settings, certificate=certificate))
 
 
 def _loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:

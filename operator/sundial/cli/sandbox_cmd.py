@@ -1,18 +1,35 @@
-"""``sundial sandbox start|stop``: a local, real Kubernetes control plane (see docs/sandbox.md)."""
+"""``sundial sandbox start|stop``: a local, real Kubernetes control plane (see docs/sandbox.md).
+
+The control plane itself is the ``sundial-sandbox`` distribution (``tools/sandbox/``, import package
+``sundial_sandbox``), a development tool that the ``sundial`` wheel does not ship. This module imports it
+only when a command runs, and exits with an install hint when it is missing.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from sundial.sandbox import BinariesError, Sandbox, SandboxError
-
 #: Environment variable overriding the default sandbox directory.
 DIR_ENV = "SUNDIAL_SANDBOX_DIR"
+#: The import package of the ``sundial-sandbox`` distribution.
+SANDBOX_PACKAGE = "sundial_sandbox"
+#: How to install it from a checkout.
+INSTALL_HINT = "from a Sundial checkout: `make venv`, or `pip install -e tools/sandbox`"
+
+
+def require_sandbox(command: str) -> None:
+    """Exit with an install hint unless the ``sundial-sandbox`` development tool is importable."""
+    if importlib.util.find_spec(SANDBOX_PACKAGE) is None:
+        raise SystemExit(
+            f"sundial {command}: needs the sundial-sandbox development tool (Python package {SANDBOX_PACKAGE}), "
+            f"which is not part of the sundial package; install it {INSTALL_HINT}"
+        )
 
 
 def default_directory() -> Path:
@@ -20,6 +37,9 @@ def default_directory() -> Path:
 
 
 def _start(args: argparse.Namespace) -> int:
+    require_sandbox("sandbox start")
+    from sundial_sandbox import BinariesError, Sandbox, SandboxError  # noqa: PLC0415 - a dev tool, see above
+
     sandbox = Sandbox(_directory(args))
     began = time.monotonic()
     try:
@@ -34,6 +54,9 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
+    require_sandbox("sandbox stop")
+    from sundial_sandbox import Sandbox  # noqa: PLC0415 - a dev tool, see the module docstring
+
     directory = _directory(args)
     Sandbox(directory).stop()
     print(f"sandbox in {directory} stopped", file=sys.stderr)

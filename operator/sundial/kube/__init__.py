@@ -6,5 +6,5 @@
 * :mod:`sundial.kube.requests` — the rate-limited, instrumented request wrapper;
 * :mod:`sundial.kube.results` — typed results of the calls that have more than one good outcome;
 * :mod:`sundial.kube.objects` — Jobs, ScheduledJobs (status compare-and-set) and Events;
-* :mod:`sundial.kube.leases` — Leases with compare-and-set and the monotonic-clock elector.
+* :mod:`sundial.kube.leases` — the Lease record and its compare-and-set calls.
 """

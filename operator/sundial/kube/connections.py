@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio import client, config
 
-from sundial.kube import requests
+from sundial.kube import compat, requests
 
 
 class LoginError(RuntimeError):
@@ -53,17 +53,17 @@ def api_client(configuration: Any, environ: Mapping[str, str] | None = None) -> 
     """An ``ApiClient`` bound to ``configuration``; close it with ``await client.close()``.
 
     kubernetes_asyncio opens its aiohttp session with ``trust_env=True``: then *every* request looks up a
-    netrc file and the proxy variables, the netrc part in a thread-pool hop. In a herd profile that was
-    ~15% of the operator's CPU. Unless a proxy (or ``NETRC``) variable is set, the session does not trust
-    the environment; credentials come from the kubeconfig or the service account, never from netrc.
+    netrc file and the proxy variables, the netrc part in a thread-pool hop (a sizeable share of the
+    operator's CPU under load: docs/benchmarks.md). Unless a proxy (or ``NETRC``) variable is set, the
+    session does not trust the environment; credentials come from the kubeconfig or the service account,
+    never from netrc.
     """
     api = client.ApiClient(configuration=configuration)
-    session = getattr(getattr(api, "rest_client", None), "pool_manager", None)
+    session = compat.session_of(api)
     environ = os.environ if environ is None else environ
-    if not any(environ.get(name) for name in PROXY_ENV) and session is not None and hasattr(session, "_trust_env"):
-        session._trust_env = False
-    if session is not None:
-        fence(session)
+    if not any(environ.get(name) for name in PROXY_ENV):
+        compat.distrust_environment(session)
+    fence(session)
     return api
 
 
@@ -84,9 +84,6 @@ def fence(session: aiohttp.ClientSession) -> None:
     only on resume - a write that was in flight looked, on the server side, like a connection opened after
     the resume. After the turn, the handshake is complete on both ends before the last check.
     """
-    configs = getattr(session, "_trace_configs", None)
-    if not isinstance(configs, list):
-        raise RuntimeError("aiohttp.ClientSession has no _trace_configs list: review sundial.kube.connections.fence")
     trace = aiohttp.TraceConfig()
 
     async def check(*_: object) -> None:
@@ -102,4 +99,4 @@ def fence(session: aiohttp.ClientSession) -> None:
     trace.on_connection_create_end.append(settle_then_check)
     trace.on_connection_reuseconn.append(check)
     trace.freeze()
-    configs.append(trace)
+    compat.add_trace_config(session, trace)

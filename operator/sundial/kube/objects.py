@@ -39,7 +39,7 @@ async def raw_json(pending: Awaitable[Any]) -> dict[str, Any]:
     """The JSON body of a generated-client call made with ``_preload_content=False``, as plain dicts.
 
     The generated client would build model objects from the response (and we would turn them back into
-    dicts): in a herd profile that round trip was ~16% of the operator's CPU, more than the HTTP request.
+    dicts): under load that round trip costs more CPU than the HTTP request itself (docs/benchmarks.md).
     Non-2xx answers raise the same :class:`ApiException` the client raises, so classification is unchanged.
     """
     response = await pending
@@ -60,15 +60,10 @@ class ObjectsApi:
     """Typed calls on Jobs, ScheduledJobs and Events. Every call is rate-limited and instrumented."""
 
     def __init__(self, *, api_client: Any, requester: requests.Requester) -> None:
-        self._client = api_client
         self._req = requester
         self._batch: Any = client.BatchV1Api(api_client)
         self._core: Any = client.CoreV1Api(api_client)
         self._custom: Any = client.CustomObjectsApi(api_client)
-
-    def _plain(self, value: Any) -> dict[str, Any]:
-        plain: dict[str, Any] = self._client.sanitize_for_serialization(value)
-        return plain
 
     # ScheduledJobs -----------------------------------------------------------------------------------
 

@@ -14,6 +14,11 @@ class ConcurrencyPolicy(StrEnum):
     """Skip the new run (counted as skipped, Event ``RunSkipped``)."""
     REPLACE = "Replace"
     """Delete the active Jobs first; their runs end as ``Replaced`` and are not retried."""
+    BUFFER_ONE = "BufferOne"
+    """Keep the new run waiting (``status.buffered``) and start it when no run is active or waiting for a
+    retry; at most one waits, later ones are skipped (Temporal ``BUFFER_ONE``)."""
+    BUFFER_ALL = "BufferAll"
+    """Like ``BufferOne``, but every new run waits, oldest first (up to ``MAX_BUFFERED``; beyond, skipped)."""
 
 
 class Trigger(StrEnum):
@@ -29,6 +34,9 @@ class Trigger(StrEnum):
     """The first attempt of a run requested with the ``sundial.dev/trigger`` annotation."""
     REDRIVE = "redrive"
     """The first new attempt of a dead-lettered run after a ``sundial.dev/redrive`` request."""
+    BACKFILL = "backfill"
+    """The first attempt of a run requested by a ``sundial.dev/backfill`` range (same name and key as its
+    scheduled run)."""
 
 
 class RunResult(StrEnum):

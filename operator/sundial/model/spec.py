@@ -29,6 +29,9 @@ MAX_TIME_ZONE_LENGTH = 64
 MAX_SCHEDULES = 32
 
 ScheduleText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SCHEDULE_LENGTH)]
+#: Bounds of ``spec.priority`` (mirrors the CRD's minimum and maximum).
+MIN_PRIORITY = -100
+MAX_PRIORITY = 100
 
 # Integers, numbers and booleans are ``strict=True``: the API server refuses "3" for an integer and "yes" for a
 # boolean, so the webhook and the runtime must not quietly coerce them (pydantic's lax mode would accept both).
@@ -120,6 +123,8 @@ class ScheduledJobSpec(SpecModel):
     jitter: Duration = timedelta(0)
     catch_up: CatchUp = CatchUp()
     concurrency_policy: ConcurrencyPolicy = ConcurrencyPolicy.ALLOW
+    priority: int = Field(default=0, ge=MIN_PRIORITY, le=MAX_PRIORITY, strict=True)
+    """Under contention higher priority is dispatched first; waiting raises it (ageing), so nothing starves."""
     retry: Retry = Retry()
     dead_letter: DeadLetterSpec = DeadLetterSpec()
     successful_jobs_history_limit: int = Field(default=3, ge=0, le=100, strict=True)

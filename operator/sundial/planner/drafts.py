@@ -16,6 +16,8 @@ from sundial.model.spec import ScheduledJobSpec
 from sundial.model.status import (
     MAX_RECENT_RUNS,
     ActiveRun,
+    BackfillProgress,
+    BufferedRun,
     Condition,
     Counters,
     DeadLetter,
@@ -44,6 +46,8 @@ class Draft:
     pending: list[PendingRetry]
     recent: list[RunRecord]
     dead_letters: list[DeadLetter]
+    buffered: list[BufferedRun]
+    backfills: list[BackfillProgress]
     counters: Counters
     conditions: list[Condition]
     cursor: datetime | None
@@ -55,6 +59,7 @@ class Draft:
     circuit_generation: int | None
     last_handled_trigger: str | None
     last_handled_redrive: str | None
+    last_handled_backfill: str | None
     finished_at: datetime | None
     actions: list[Action] = field(default_factory=list)
     one_off_outcome: CompleteReason | None = None
@@ -78,6 +83,8 @@ class Draft:
             pending=list(status.pending_retries),
             recent=list(status.recent_runs),
             dead_letters=list(status.dead_letters),
+            buffered=list(status.buffered),
+            backfills=list(status.backfills),
             counters=status.counters,
             conditions=list(status.conditions),
             cursor=status.schedule_cursor,
@@ -89,6 +96,7 @@ class Draft:
             circuit_generation=status.circuit_generation,
             last_handled_trigger=status.last_handled_trigger,
             last_handled_redrive=status.last_handled_redrive,
+            last_handled_backfill=status.last_handled_backfill,
             finished_at=status.finished_at,
             exclusion=exclusion,
             calendar_problem=problem,
@@ -132,10 +140,17 @@ class Draft:
         del self.recent[:-MAX_RECENT_RUNS]
 
     def keys_in_flight(self) -> set[RunKey]:
-        """Runs that are active or waiting for a retry."""
-        return {(a.scheduled_time, a.manual) for a in self.active} | {
-            (p.scheduled_time, p.manual) for p in self.pending
-        }
+        """Runs that are active, waiting for a retry or buffered (waiting for the active run to end)."""
+        return (
+            {(a.scheduled_time, a.manual) for a in self.active}
+            | {(p.scheduled_time, p.manual) for p in self.pending}
+            | {(b.scheduled_time, b.manual) for b in self.buffered}
+        )
+
+    @property
+    def busy(self) -> bool:
+        """A run is active or waiting for a retry (what ``Forbid`` and the buffer policies wait for)."""
+        return bool(self.active or self.pending)
 
     def freeze(self) -> ScheduledJobStatus:
         """The new status (``observedGeneration`` set to the object's generation)."""
@@ -151,11 +166,14 @@ class Draft:
             pending_retries=tuple(self.pending),
             recent_runs=tuple(self.recent),
             dead_letters=tuple(self.dead_letters),
+            buffered=tuple(self.buffered),
+            backfills=tuple(self.backfills),
             counters=self.counters,
             consecutive_dead_letters=self.consecutive_dead_letters,
             circuit_generation=self.circuit_generation,
             last_handled_trigger=self.last_handled_trigger,
             last_handled_redrive=self.last_handled_redrive,
+            last_handled_backfill=self.last_handled_backfill,
             finished_at=self.finished_at,
         )
 

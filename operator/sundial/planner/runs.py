@@ -36,6 +36,10 @@ from sundial.planner.actions import CreateJob, DeleteJob, DeleteReason, EventRea
 from sundial.planner.drafts import Draft
 from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
 
+AGELESS = frozenset({Trigger.REDRIVE, Trigger.BACKFILL})
+"""Runs whose nominal time does not count against ``retry.maxRunAge`` (asked for explicitly, however old);
+their retries keep the trigger, so the next attempts are exempt too."""
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -138,7 +142,7 @@ def _end_attempt(draft: Draft, run: ActiveRun, failure: Failure) -> None:
     draft.last_failure_time = max(filter(None, (draft.last_failure_time, failure.at)))
     retry = draft.spec.retry
     limit = run.attempt_limit or retry.max_attempts
-    ages = run.trigger is not Trigger.REDRIVE and retry.max_run_age is not None
+    ages = run.trigger not in AGELESS and retry.max_run_age is not None
     detail = f"attempt {run.attempt} of {limit} failed: {failure.reason}" + (
         f": {failure.message}" if failure.message else ""
     )
@@ -254,7 +258,7 @@ def start_due_retries(draft: Draft) -> None:
         if retry.not_before > draft.now:
             continue
         age = draft.spec.retry.max_run_age
-        if retry.trigger is not Trigger.REDRIVE and age is not None and draft.now - retry.scheduled_time > age:
+        if retry.trigger not in AGELESS and age is not None and draft.now - retry.scheduled_time > age:
             draft.pending.remove(retry)
             dead_letter(
                 draft,
@@ -267,7 +271,7 @@ def start_due_retries(draft: Draft) -> None:
         if draft.circuit_open or draft.closing or len(draft.active) >= MAX_ACTIVE:
             continue
         draft.pending.remove(retry)
-        trigger = Trigger.REDRIVE if retry.trigger is Trigger.REDRIVE else Trigger.RETRY
+        trigger = retry.trigger if retry.trigger in AGELESS else Trigger.RETRY
         draft.count(StatusCounter.RETRIED)
         start_attempt(
             draft,
@@ -277,6 +281,13 @@ def start_due_retries(draft: Draft) -> None:
             manual=retry.manual,
             attempt_limit=retry.attempt_limit,
         )
+
+
+def start_run(draft: Draft, *, scheduled_time: datetime, trigger: Trigger, manual: bool) -> None:
+    """Start a new run (its first attempt): counted in ``runs``, ``lastScheduleTime`` moves forward."""
+    draft.count(StatusCounter.RUNS)
+    draft.last_schedule_time = max(filter(None, (draft.last_schedule_time, scheduled_time)))
+    start_attempt(draft, scheduled_time=scheduled_time, attempt=1, trigger=trigger, manual=manual)
 
 
 def start_attempt(

@@ -26,9 +26,11 @@ from sundial.runtime.acting import sender
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder
 from sundial.runtime.coordination import leasethread
+from sundial.runtime.coordination.decisions import LeaseTimings
+from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import admission, heap, probes
+from sundial.runtime.serving import access, admission, certrotators, heap, probes
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
@@ -85,9 +87,17 @@ class Parts:
     """Set once to stop: by a signal, a failed part, or kopf's end."""
     apps: Sequence[tuple[web.Application, int]]
     """The HTTP endpoints to serve, with their ports (those whose port is 0 are not here)."""
+    rotator: certrotators.Rotator | None = None
+    """The operator-managed webhook certificate (``--webhook-cert-secret``), prepared and kept current by
+    :func:`run`."""
 
 
-async def build(settings: Settings, *, planner: Planner | None = None) -> Parts:
+async def build(
+    settings: Settings,
+    *,
+    planner: Planner | None = None,
+    certificate: certrotators.ManagedCertificate | None = None,
+) -> Parts:
     """Make every part of the operator; nothing is started and nothing is sent to the API server."""
     configuration = await connections.load_configuration(settings.api.kubeconfig)
     client = connections.api_client(configuration)
@@ -120,12 +130,7 @@ async def build(settings: Settings, *, planner: Planner | None = None) -> Parts:
         clock=utcnow,
         crash_after_claim=settings.test_crash_after_claim,
     )
-    dispatcher = Dispatcher(
-        reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
-        max_concurrency=settings.dispatch.max_concurrency,
-        clock=utcnow,
-        on_index_size=metrics.due_index_size.set,
-    )
+    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store)
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
     logged_in = asyncio.Event()
     registry = informers.registry(
@@ -136,7 +141,13 @@ async def build(settings: Settings, *, planner: Planner | None = None) -> Parts:
         on_login=logged_in.set,
     )
     kopf_settings = informers.operator_settings()
-    admission.configure(kopf_settings, registry, settings.webhook)  # the validating webhook, if --webhook-port
+    rotator = (
+        certrotators.rotator(certificate, api_client=client, requester=requester, clock=utcnow)
+        if certificate is not None
+        else None
+    )
+    # The validating webhook, if --webhook-port; with CERTIFICATE it serves the operator-managed one.
+    admission.configure(kopf_settings, registry, settings.webhook, tls=rotator.tls if rotator else None)
     stopping = asyncio.Event()
     return Parts(
         settings=settings,
@@ -157,7 +168,21 @@ async def build(settings: Settings, *, planner: Planner | None = None) -> Parts:
         kopf_settings=kopf_settings,
         logged_in=logged_in,
         stopping=stopping,
-        apps=_apps(settings, metrics, listing, stopping),
+        apps=_apps(settings, metrics, listing, stopping, client=client),
+        rotator=rotator,
+    )
+
+
+def _dispatcher(
+    settings: Settings, reconciler: Reconciler, in_flight: InFlight, metrics: Metrics, store: Store
+) -> Dispatcher:
+    """The one dispatch loop: passes counted in flight, due keys ordered by the priorities the store keeps."""
+    return Dispatcher(
+        reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
+        max_concurrency=settings.dispatch.max_concurrency,
+        clock=utcnow,
+        on_index_size=metrics.due_index_size.set,
+        priority_of=store.priority,
     )
 
 
@@ -200,20 +225,22 @@ def _lease_api(settings: Settings, configuration: Any, metrics: Metrics) -> leas
     return leasethread.DeferredLeaseApi(factory)
 
 
-def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -> leases.LeaseElector:
-    return leases.LeaseElector(
+def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -> LeaseElector:
+    return LeaseElector(
         api=api,
         namespace=settings.leases.namespace,
         name=name,
         identity=settings.identity,
-        lease_duration=settings.leases.duration,
-        renew_deadline=settings.leases.renew_deadline,
-        retry_period=settings.leases.retry_period,
+        timings=LeaseTimings(
+            lease_duration=settings.leases.duration,
+            renew_deadline=settings.leases.renew_deadline,
+            retry_period=settings.leases.retry_period,
+        ),
     )
 
 
 def _apps(
-    settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event
+    settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event, *, client: Any
 ) -> list[tuple[web.Application, int]]:
     apps = []
     if settings.probes.health_port:
@@ -222,7 +249,12 @@ def _apps(
         health = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=listening)
         apps.append((health, settings.probes.health_port))
     if settings.probes.metrics_port:
-        apps.append((probes.metrics_app(metrics.registry), settings.probes.metrics_port))
+        guard = (
+            access.MetricsAccess(reviews=access.KubeReviews(api_client=client, observer=metrics))
+            if settings.probes.metrics_auth
+            else None
+        )
+        apps.append((probes.metrics_app(metrics.registry, access=guard), settings.probes.metrics_port))
     return apps
 
 
@@ -247,15 +279,23 @@ async def follow_leases(parts: Parts) -> None:
                     parts.dispatcher.touch(key)
 
 
-async def main(settings: Settings, *, planner: Planner | None = None) -> int:
-    """Build the operator and run it; returns the process exit code."""
-    return await run(await build(settings, planner=planner))
+async def main(
+    settings: Settings,
+    *,
+    planner: Planner | None = None,
+    certificate: certrotators.ManagedCertificate | None = None,
+) -> int:
+    """Build the operator and run it; returns the process exit code. With CERTIFICATE the webhook serves
+    (and keeps current) a certificate the operator manages itself."""
+    return await run(await build(settings, planner=planner, certificate=certificate))
 
 
 async def run(parts: Parts) -> int:
     """Run until a signal; release the Leases on the way out. Returns the process exit code."""
     settings = parts.settings
     informers.use_fast_json()
+    if parts.rotator is not None:  # before the webhook serves: the Secret, the caBundle and the served certificate
+        await parts.rotator.prepare()
     runners = [await probes.serve(app, port=port) for app, port in parts.apps]
     kopf_task = asyncio.create_task(
         kopf.operator(
@@ -278,6 +318,8 @@ async def run(parts: Parts) -> int:
         asyncio.create_task(_take_over_signals(parts), name="signals"),
         asyncio.create_task(heap.trim_periodically(parts.stopping), name="heap trim"),
     ]
+    if parts.rotator is not None:
+        tasks.append(asyncio.create_task(parts.rotator.run(parts.stopping), name="webhook certificate"))
     # Not cancelled at shutdown like the others: it flushes pending Events (bounded) once STOPPING is set.
     events_task = asyncio.create_task(parts.recorder.run(parts.stopping), name="events")
     logger.info(

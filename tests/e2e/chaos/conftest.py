@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sundial.sandbox import install_crds
+from sundial_sandbox import install_crds
 
 from .harness import REPO, Harness
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sundial import schedule
-from sundial.sandbox import Sandbox
+from sundial_sandbox import Sandbox
 
 from .auditor import JobWatch, Report, audit
 from .fleet import LEASE_ARGS, Fleet, Replica, lease_spec

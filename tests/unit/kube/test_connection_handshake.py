@@ -23,7 +23,7 @@ import pytest
 import uvloop
 
 from sundial.kube import connections, requests
-from sundial.sandbox.webhook import ServingCertificate, issue_serving_certificate
+from sundial_sandbox.webhook import ServingCertificate, issue_serving_certificate
 
 FROZEN = 0.3  # seconds the client's loop stays blocked right after the check
 

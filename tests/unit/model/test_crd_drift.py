@@ -38,6 +38,8 @@ LIST_BOUNDS = {
     "status.pendingRetries": status.MAX_PENDING_RETRIES,
     "status.recentRuns": status.MAX_RECENT_RUNS,
     "status.deadLetters": status.MAX_DEAD_LETTERS,
+    "status.buffered": status.MAX_BUFFERED,
+    "status.backfills": status.MAX_BACKFILLS,
 }
 
 #: Deliberate differences, each one the CRD being stricter than the model for values only the operator writes.

@@ -53,14 +53,38 @@ def test_default_holds_the_namespace_crd_rbac_and_operator(default: list[dict[st
             "Role",
             "RoleBinding",
             "Deployment",
+            # Aggregated into the built-in edit/admin and view roles.
+            "ClusterRole",
+            "ClusterRole",
+            # config/admission-policies: requester authority, and no ScheduledJobs in the operator's namespace.
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+            # config/webhook, with the certificate managed by the operator:
+            "Service",
+            "Secret",
+            "Role",
+            "RoleBinding",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ValidatingWebhookConfiguration",
         ]
     )
 
 
 def test_namespaced_objects_land_in_sundial_system(default: list[dict[str, Any]], checks: Any) -> None:
     for m in default:
-        if m["kind"] in ("Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"):
+        if m["kind"] in (
+            "Namespace",
+            "CustomResourceDefinition",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ValidatingWebhookConfiguration",
+        ):
             assert "namespace" not in m["metadata"], m["kind"]
+        elif m["kind"].startswith("ValidatingAdmissionPolicy"):
+            continue  # cluster-scoped, but kustomize v5.5 does not know it (kubectl ignores the namespace)
         else:
             assert m["metadata"]["namespace"] == NAMESPACE, m["kind"]
     labels = checks.one(default, "Namespace")["metadata"]["labels"]
@@ -115,8 +139,10 @@ def test_bindings_bind_the_operator_service_account(default: list[dict[str, Any]
     for kind, role_kind, role in (
         ("ClusterRoleBinding", "ClusterRole", "sundial-operator"),
         ("RoleBinding", "Role", "sundial-leader-election"),
+        ("ClusterRoleBinding", "ClusterRole", "sundial-webhook-ca-bundle"),
+        ("RoleBinding", "Role", "sundial-webhook-certificate"),
     ):
-        binding = checks.one(default, kind)
+        binding = checks.one(default, kind, role)
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role}
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "sundial-operator", "namespace": NAMESPACE}]
 
@@ -131,91 +157,173 @@ def test_the_metrics_service_and_monitor_select_the_operator(
     monitor = checks.one(prometheus, "ServiceMonitor")
     assert set(monitor["spec"]["selector"]["matchLabels"].items()) <= set(service["metadata"]["labels"].items())
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
-    rule = checks.one(prometheus, "PrometheusRule")
+    rule = checks.one(prometheus, "PrometheusRule", "sundial-operator")
     alerts = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]}
     assert alerts >= {"SundialRunsDeadLettered", "SundialRunsMissed", "SundialScheduleLagHigh", "SundialNoLeaseHolder"}
 
 
-# --- config/webhook: the admission webhook as a Component ------------------------------------------
+# --- config/webhook: the admission webhook, its certificate managed by the operator or by cert-manager -----
 
 
 @pytest.fixture(scope="module")
-def with_webhook(checks: Any, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+def with_cert_manager(checks: Any, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     # kustomize refuses absolute roots: an overlay in a temporary directory names config/ relatively.
     overlay = tmp_path_factory.mktemp("overlay")
     config = Path(os.path.relpath(ROOT / "config", overlay))
     (overlay / "kustomization.yaml").write_text(
-        f"resources: [{config / 'default'}]\ncomponents: [{config / 'webhook'}]\n"
+        f"resources: [{config / 'default'}]\ncomponents: [{config / 'webhook' / 'cert-manager'}]\n"
     )
     return checks.load_all(kustomize(overlay))
 
 
-def test_the_webhook_is_optional_in_default(default: list[dict[str, Any]]) -> None:
-    text = (ROOT / "config" / "default" / "kustomization.yaml").read_text()
-    assert "#   - ../webhook" in text
-    assert "ValidatingWebhookConfiguration" not in [m["kind"] for m in default]
+def test_two_builds_are_identical() -> None:
+    assert kustomize(ROOT / "config" / "default") == kustomize(ROOT / "config" / "default")
 
 
-def test_the_webhook_component_adds_service_certificate_and_configuration(
-    with_webhook: list[dict[str, Any]], default: list[dict[str, Any]], checks: Any
+def test_the_webhook_configuration_points_at_the_service_without_a_ca_bundle(
+    default: list[dict[str, Any]], checks: Any
 ) -> None:
     from sundial.runtime.serving import admission  # noqa: PLC0415
 
-    added = sorted(m["kind"] for m in with_webhook)
-    for m in default:
-        added.remove(m["kind"])
-    assert added == ["Certificate", "Issuer", "Service", "ValidatingWebhookConfiguration"]
-    configuration = checks.one(with_webhook, "ValidatingWebhookConfiguration", "sundial")
+    configuration = checks.one(default, "ValidatingWebhookConfiguration", "sundial")
     (hook,) = configuration["webhooks"]
-    service = checks.one(with_webhook, "Service", "sundial-webhook")
+    service = checks.one(default, "Service", "sundial-webhook")
     assert hook["clientConfig"]["service"] == {
         "name": "sundial-webhook",
         "namespace": NAMESPACE,
         "path": admission.WEBHOOK_PATH,
         "port": service["spec"]["ports"][0]["port"],
     }
-    assert "caBundle" not in hook["clientConfig"]
+    assert "caBundle" not in hook["clientConfig"], "the operator patches it in"
+    assert "annotations" not in configuration["metadata"]
     assert hook["rules"][0]["operations"] == list(admission.OPERATIONS)
     assert hook["rules"][0]["resources"] == ["scheduledjobs"]
     assert (hook["sideEffects"], hook["failurePolicy"]) == ("None", "Fail")
     assert hook["namespaceSelector"]["matchExpressions"] == [
         {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [NAMESPACE]}
     ]
-    certificate = checks.one(with_webhook, "Certificate", "sundial-webhook")
-    assert configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/sundial-webhook"
-    assert f"sundial-webhook.{NAMESPACE}.svc" in certificate["spec"]["dnsNames"]
-    issuer = checks.one(with_webhook, "Issuer", certificate["spec"]["issuerRef"]["name"])
-    assert issuer["metadata"]["namespace"] == NAMESPACE
     assert "namespace" not in configuration["metadata"]
+    secret = checks.one(default, "Secret", "sundial-webhook-certificate")
+    assert secret["type"] == "Opaque" and "data" not in secret
 
 
-def test_the_webhook_component_configures_the_operator(with_webhook: list[dict[str, Any]], checks: Any) -> None:
-    deployment = checks.one(with_webhook, "Deployment", "sundial-operator")
-    checks.restricted_pod(deployment)
+def test_the_operator_manages_the_certificate_of_the_webhook(default: list[dict[str, Any]], checks: Any) -> None:
+    deployment = checks.one(default, "Deployment", "sundial-operator")
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert "--webhook-port=" + str(ports["webhook"]) in container["args"]
+    args = container["args"]
+    for flag in (
+        f"--webhook-port={ports['webhook']}",
+        "--webhook-host=sundial-webhook.$(POD_NAMESPACE).svc",
+        "--webhook-cert-secret=sundial-webhook-certificate",
+        "--webhook-cert-namespace=$(POD_NAMESPACE)",
+        "--webhook-configuration=sundial",
+    ):
+        assert flag in args
+    assert not [a for a in args if a.startswith(("--webhook-managed", "--webhook-cert-file"))]
+    assert [v["name"] for v in pod["volumes"]] == ["tmp"]
+    service = checks.one(default, "Service", "sundial-webhook")
+    assert set(service["spec"]["selector"].items()) <= set(pod_labels(deployment).items())
+    assert service["spec"]["ports"][0]["targetPort"] == "webhook"
+    checks.run_parser_accepts(args)
+
+
+def test_the_certificate_rbac_names_its_two_objects(default: list[dict[str, Any]], checks: Any) -> None:
+    role = checks.one(default, "Role", "sundial-webhook-certificate")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": ["sundial-webhook-certificate"],
+            "verbs": ["get", "update"],
+        }
+    ]
+    assert checks.one(default, "ClusterRole", "sundial-webhook-ca-bundle")["rules"] == [
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["validatingwebhookconfigurations"],
+            "resourceNames": ["sundial"],
+            "verbs": ["get", "patch"],
+        }
+    ]
+
+
+def test_the_cert_manager_component_swaps_the_operators_certificate_for_cert_managers(
+    with_cert_manager: list[dict[str, Any]], default: list[dict[str, Any]], checks: Any
+) -> None:
+    kinds = sorted(m["kind"] for m in with_cert_manager)
+    expected = sorted(m["kind"] for m in default)
+    for kind in ("Secret", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"):
+        expected.remove(kind)
+    assert kinds == sorted([*expected, "Certificate", "Issuer"])
+    configuration = checks.one(with_cert_manager, "ValidatingWebhookConfiguration", "sundial")
+    assert configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/sundial-webhook"
+    certificate = checks.one(with_cert_manager, "Certificate", "sundial-webhook")
+    assert f"sundial-webhook.{NAMESPACE}.svc" in certificate["spec"]["dnsNames"]
+    issuer = checks.one(with_cert_manager, "Issuer", certificate["spec"]["issuerRef"]["name"])
+    assert issuer["metadata"]["namespace"] == NAMESPACE
+    deployment = checks.one(with_cert_manager, "Deployment", "sundial-operator")
+    checks.restricted_pod(deployment)
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
     mount = next(m for m in container["volumeMounts"] if m["name"] == "webhook-tls")
     assert mount["readOnly"] is True
     assert f"--webhook-cert-file={mount['mountPath']}/tls.crt" in container["args"]
     assert f"--webhook-key-file={mount['mountPath']}/tls.key" in container["args"]
-    assert not [a for a in container["args"] if a.startswith("--webhook-managed")]
+    assert not [a for a in container["args"] if a.startswith(("--webhook-cert-secret", "--webhook-configuration"))]
     volume = next(v for v in pod["volumes"] if v["name"] == "webhook-tls")
-    certificate = checks.one(with_webhook, "Certificate")
     assert volume["secret"]["secretName"] == certificate["spec"]["secretName"]
-    service = checks.one(with_webhook, "Service", "sundial-webhook")
-    assert set(service["spec"]["selector"].items()) <= set(pod_labels(deployment).items())
-    assert service["spec"]["ports"][0]["targetPort"] == "webhook"
+    assert checks.grants(checks.one(with_cert_manager, "ClusterRole", "sundial-operator")["rules"]) == {
+        k: set(v) for k, v in checks.operator_rules.items()
+    }
+    checks.no_wildcards_or_sensitive_access(with_cert_manager)
     checks.run_parser_accepts(container["args"])
-
-
-def test_the_webhook_component_needs_no_more_rbac(with_webhook: list[dict[str, Any]], checks: Any) -> None:
-    cluster_role = checks.one(with_webhook, "ClusterRole", "sundial-operator")
-    assert checks.grants(cluster_role["rules"]) == {k: set(v) for k, v in checks.operator_rules.items()}
-    checks.no_wildcards_or_sensitive_access(with_webhook)
 
 
 def pod_labels(deployment: dict[str, Any]) -> dict[str, str]:
     labels: dict[str, str] = deployment["spec"]["template"]["metadata"]["labels"]
     return labels
+
+
+def _by_kind(manifests: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {m["metadata"]["name"]: m for m in manifests if m["kind"] == kind}
+
+
+def test_the_admission_policies_are_on_and_bound(default: list[dict[str, Any]]) -> None:
+    policies = _by_kind(default, "ValidatingAdmissionPolicy")
+    bindings = _by_kind(default, "ValidatingAdmissionPolicyBinding")
+    assert set(policies) == set(bindings) == {"sundial-requester-authority", "sundial-operator-namespace"}
+    for name, binding in bindings.items():
+        assert binding["spec"]["policyName"] == name
+        assert binding["spec"]["validationActions"] == ["Deny"]
+    (validation,) = policies["sundial-requester-authority"]["spec"]["validations"]
+    assert "resource('jobs')" in validation["expression"] and "check('create')" in validation["expression"]
+    assert "matchResources" not in bindings["sundial-requester-authority"]["spec"]
+    (selected,) = bindings["sundial-operator-namespace"]["spec"]["matchResources"]["namespaceSelector"][
+        "matchExpressions"
+    ]
+    assert selected == {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [NAMESPACE]}
+
+
+def test_the_kustomize_and_chart_policies_check_the_same(default: list[dict[str, Any]]) -> None:
+    # One contract, two installs: everything but names, labels and the hint in the message is equal.
+    chart = ROOT / "charts" / "sundial" / "templates" / "admission-policies.yaml"
+    text = " ".join(chart.read_text().split())
+    for name, policy in _by_kind(default, "ValidatingAdmissionPolicy").items():
+        spec = policy["spec"]
+        assert spec["matchConditions"][0]["expression"] in text, name
+        for validation in spec["validations"]:
+            assert validation["expression"] in text, name
+        assert spec["failurePolicy"] == "Fail"
+
+
+def test_the_aggregated_roles_extend_edit_admin_and_view(default: list[dict[str, Any]]) -> None:
+    roles = _by_kind(default, "ClusterRole")
+    editor, viewer = roles["sundial-scheduledjob-editor"], roles["sundial-scheduledjob-viewer"]
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+    assert viewer["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert set(viewer["rules"][0]["verbs"]) == {"get", "list", "watch"}
+    assert {"create", "update", "patch", "delete"} <= set(editor["rules"][0]["verbs"])

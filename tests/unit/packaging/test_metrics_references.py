@@ -14,6 +14,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[3]
 DASHBOARD = ROOT / "config" / "grafana" / "sundial-dashboard.json"
 KUSTOMIZE_RULE = ROOT / "config" / "prometheus" / "prometheus_rule.yaml"
+#: Alerts per ScheduledJob on kube-state-metrics' series (kube_sundial_scheduledjob_*, not the operator's).
+KUSTOMIZE_OBJECT_RULE = ROOT / "config" / "prometheus" / "scheduledjob_rule.yaml"
 CHART_RULE = ROOT / "charts" / "sundial" / "templates" / "prometheusrule.yaml"
 SERIES = re.compile(r"\bsundial_[a-z0-9_]+")
 #: Exposed series per metric type (prometheus_client's text format; no _created: it is not queried).
@@ -93,8 +95,12 @@ def test_the_dashboard_is_importable_json() -> None:
 
 
 def test_the_chart_and_kustomize_rules_raise_the_same_alerts() -> None:
-    kustomize = yaml.safe_load(KUSTOMIZE_RULE.read_text())
-    kustomize_alerts = {r["alert"] for g in kustomize["spec"]["groups"] for r in g["rules"]}
+    kustomize_alerts = {
+        r["alert"]
+        for path in (KUSTOMIZE_RULE, KUSTOMIZE_OBJECT_RULE)
+        for g in yaml.safe_load(path.read_text())["spec"]["groups"]
+        for r in g["rules"]
+    }
     chart_alerts = set(re.findall(r"- alert: (\w+)", CHART_RULE.read_text()))
     assert kustomize_alerts == chart_alerts
     assert len(chart_rule_exprs()) == len(chart_alerts)

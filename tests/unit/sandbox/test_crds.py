@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sundial.sandbox.crds import CrdError, install_crds
+from sundial_sandbox.crds import CrdError, install_crds
 
 NAME = "customresourcedefinition.apiextensions.k8s.io/scheduledjobs.sundial.dev"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sundial.sandbox.webhook import issue_serving_certificate, validating_webhook_configuration
+from sundial_sandbox.webhook import issue_serving_certificate, validating_webhook_configuration
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")

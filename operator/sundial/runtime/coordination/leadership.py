@@ -12,7 +12,8 @@ With :class:`Sharding` configured (what ``sundial run`` does) one loop per repli
    observed, so an assignee that inherits a dead replica's shard waits only for the rest of its duration.
 
 Membership only decides who *tries*. Mutual exclusion still comes from the Lease compare-and-set and the
-renew deadline of :class:`sundial.kube.leases.LeaseElector`, so replicas that briefly disagree about the
+renew deadline (:mod:`sundial.runtime.coordination.decisions`, applied by
+:class:`sundial.runtime.coordination.LeaseElector`), so replicas that briefly disagree about the
 member set (or a partitioned one) can delay a shard, never put two actors on it. See docs/sharding.md.
 
 Without :class:`Sharding` (unit tests of the reconciler) every elector simply tries to hold its shard.
@@ -31,7 +32,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 
 from sundial.kube import errors, leases
-from sundial.runtime.coordination import assignment
+from sundial.runtime.coordination import assignment, decisions
+from sundial.runtime.coordination.electors import UNREAD, LeaseElector, Unread
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.serving.metrics import Metrics
 
@@ -87,7 +89,7 @@ class Sharding:
     """What the coordinated mode needs besides the shard electors."""
 
     api: leases.LeaseListApi
-    member: leases.LeaseElector
+    member: LeaseElector
     """This replica's member Lease (``holderIdentity`` = the replica identity)."""
     prefix: str
     """Member Leases are ``<prefix>-member-*``."""
@@ -99,18 +101,12 @@ class Sharding:
     wallclock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Seen:
-    record: leases.LeaseRecord
-    changed_at: float  # monotonic time we last saw the record change (first sight: estimated from renewTime)
-
-
 class Leadership:
     """Runs the shard electors; with :class:`Sharding`, only for the shards assigned to this replica."""
 
     def __init__(
         self,
-        electors: Sequence[leases.LeaseElector],
+        electors: Sequence[LeaseElector],
         *,
         on_change: Callable[[int, bool], None] = lambda shard, held: None,
         sharding: Sharding | None = None,
@@ -122,7 +118,7 @@ class Leadership:
         self._clock = clock
         self._reported = [False] * len(self._electors)
         self._terms = [0] * len(self._electors)
-        self._members: dict[str, _Seen] = {}
+        self._members: dict[str, decisions.Sighting] = {}  # first sight: `at` estimated from renewTime
         self._assignment: tuple[str, ...] = ()
         self._mine: frozenset[int] = frozenset()
         self._assigned_at: dict[int, float] = {}
@@ -170,7 +166,7 @@ class Leadership:
                 await asyncio.wait_for(stopping.wait(), timeout=self._sharding.retry_period)
 
     async def _run_every_shard(self, stopping: asyncio.Event) -> None:
-        async def keep(shard: int, elector: leases.LeaseElector) -> None:
+        async def keep(shard: int, elector: LeaseElector) -> None:
             def changed(held: bool) -> None:
                 logger.info("shard %d lease %s", shard, "held" if held else "lost")
                 self._reported[shard] = held
@@ -245,7 +241,7 @@ class Leadership:
         assert sharding is not None
         prefix = f"{sharding.prefix}-member-"
         wall = sharding.wallclock()
-        seen: dict[str, _Seen] = {}
+        seen: dict[str, decisions.Sighting] = {}
         for name, record in listed.items():
             if not name.startswith(prefix) or name == sharding.member.name or record.holder is None:
                 continue
@@ -254,16 +250,16 @@ class Leadership:
                 # First sight: estimate from renewTime how long ago it changed. Only who *tries* depends on
                 # this (wall-clock skew at worst delays a member by one change); safety never does.
                 age = (wall - record.renew_time).total_seconds() if record.renew_time else math.inf
-                seen[name] = _Seen(record, started - max(age, 0.0))
-            elif _changed(old.record, record):
-                seen[name] = _Seen(record, started)
+                seen[name] = decisions.Sighting(record, started - max(age, 0.0))
+            elif decisions.changed(old.record, record):
+                seen[name] = decisions.Sighting(record, started)
             else:
-                seen[name] = _Seen(record, old.changed_at)
+                seen[name] = decisions.Sighting(record, old.at)
         self._members = seen
 
     @staticmethod
-    def _alive(seen: _Seen, now: float) -> bool:
-        return now - seen.changed_at < max(seen.record.duration_seconds, 1)
+    def _alive(seen: decisions.Sighting, now: float) -> bool:
+        return now < seen.expires
 
     def _reassign(self, live: tuple[str, ...], started: float) -> None:
         sharding = self._sharding
@@ -378,11 +374,7 @@ class Leadership:
                     )
 
 
-def _from(listed: Mapping[str, leases.LeaseRecord] | None, name: str) -> leases.LeaseRecord | leases.Unread | None:
+def _from(listed: Mapping[str, leases.LeaseRecord] | None, name: str) -> leases.LeaseRecord | Unread | None:
     if listed is None:
-        return leases.UNREAD
+        return UNREAD
     return listed.get(name)
-
-
-def _changed(old: leases.LeaseRecord, new: leases.LeaseRecord) -> bool:
-    return (old.holder, old.renew_time, old.resource_version) != (new.holder, new.renew_time, new.resource_version)

@@ -9,8 +9,9 @@ switch interval (5 ms) whenever its socket is ready, whatever the main loop is d
 
 What crosses threads, and why it is safe:
 
-* ``Leadership.acting()`` / ``check()`` / ``fencing_token()`` are read by the main loop: they read the
-  electors' last renewal time (a float) and record (an immutable dataclass), each replaced by one assignment.
+* ``Leadership.acting()`` / ``check()`` / ``fencing_token()`` are read by the main loop: they read each
+  elector's :class:`~sundial.runtime.coordination.decisions.Tenure`, an immutable dataclass replaced by one
+  assignment.
 * ``on_change(shard, held)`` is delivered to the main loop with ``call_soon_threadsafe``.
 * A handoff's drain ("wait until no pass of this shard is in flight") runs on the main loop, where the
   in-flight counts live (:func:`on_loop`).

@@ -4,9 +4,8 @@ CPython allocates every object over 512 bytes (dict key tables, lists, long stri
 blobs, HTTP bodies) with the C library's ``malloc``. glibc returns memory to the OS only from the top of
 its heap; a burst (the initial listing, the first status write of every object, a herd) leaves free holes
 under long-lived allocations, and RSS stays at the burst's high-water mark. ``malloc_trim(0)`` releases
-every whole free page, wherever it is. Measured with ``python -m bench.memory`` on 10,000 idle
-ScheduledJobs after the start-up burst: RSS 229.8 → 183.7 MB (4.6 KB per object); a trim of a 600 MB heap
-with 100,000 holes takes ~20 ms, done off the event loop.
+every whole free page, wherever it is; the trim runs off the event loop. (What it saves, measured with
+``python -m bench.memory``: docs/benchmarks.md.)
 
 Other C libraries (musl) have no ``malloc_trim``: then this does nothing.
 """

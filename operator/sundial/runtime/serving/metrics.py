@@ -1,11 +1,14 @@
-"""Prometheus metrics (prefix ``sundial_``), in a registry of their own; no per-object labels."""
+"""Prometheus metrics (prefix ``sundial_``), in a registry of their own; no per-object labels (those come from
+kube-state-metrics with config/kube-state-metrics)."""
 
 from __future__ import annotations
 
+import platform
 from enum import StrEnum
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+import sundial
 from sundial.model.status import StatusCounter
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
@@ -28,12 +31,36 @@ class EventResult(StrEnum):
     """An API write that failed (Events are best effort: never retried)."""
 
 
+class PassOutcome(StrEnum):
+    """How one reconcile pass ended: the ``outcome`` label of ``sundial_reconciles_total``."""
+
+    CLAIMED = "claimed"
+    """A status claim was written in the pass (and the plan's actions ran)."""
+    UNCHANGED = "unchanged"
+    """The plan changed nothing in the status, so nothing was claimed (its actions, if any, ran)."""
+    CONTENDED = "contended"
+    """Still conflicting after the re-plan budget; the key is tried again soon."""
+    GONE = "gone"
+    """The ScheduledJob was gone (from the cache, or from the API during the pass)."""
+    NOT_ACTING = "not_acting"
+    """This replica does not act for the object's shard: nothing was planned."""
+    FAILED = "failed"
+    """The pass raised (an API error after the in-pass retries, or the shard was lost mid-pass)."""
+
+
 class Metrics:
     """All of the operator's metrics. Also the API request observer of :mod:`sundial.kube.requests`."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
+        self.build_info = Gauge(
+            "sundial_build_info",
+            "Always 1; the labels say which Sundial and which Python this replica runs.",
+            ["version", "python_version"],
+            registry=r,
+        )
+        self.build_info.labels(version=sundial.__version__, python_version=platform.python_version()).set(1)
         self.schedule_lag = Histogram(
             "sundial_schedule_lag_seconds",
             "From a run's nominal time to the creation of its first Job.",
@@ -50,21 +77,10 @@ class Metrics:
             "sundial_attempts_failed", "Attempts whose Job failed or was lost (each may be retried).", registry=r
         )
         self.retried = Counter("sundial_attempts_retried", "Retry attempts started (attempt 2 on).", registry=r)
-        self.excluded = Counter(
-            "sundial_runs_excluded",
-            "Nominal times not run because they are excluded (spec.exclude, ScheduleCalendars).",
-            registry=r,
-        )
+        self.excluded = Counter("sundial_runs_excluded", "Nominal times not run: excluded (spec.exclude).", registry=r)
+        self.buffered = Counter("sundial_runs_buffered", "Runs that waited for an active run to end.", registry=r)
         #: Each ``status.counters`` field and the metric that counts its increases.
-        self.by_status_counter = {
-            StatusCounter.MISSED: self.missed,
-            StatusCounter.SKIPPED: self.skipped,
-            StatusCounter.DEAD_LETTERED: self.dead_lettered,
-            StatusCounter.SUCCEEDED: self.succeeded,
-            StatusCounter.FAILED: self.attempts_failed,
-            StatusCounter.RETRIED: self.retried,
-            StatusCounter.EXCLUDED: self.excluded,
-        }
+        self.by_status_counter = self._by_status_counter()
         self.active_runs = Gauge("sundial_active_runs", "Runs with an active attempt.", registry=r)
         self.leases_held = Gauge("sundial_leases_held", "Shard Leases this replica holds.", registry=r)
         self.shards_assigned = Gauge(
@@ -83,7 +99,11 @@ class Metrics:
             registry=r,
         )
         self.due_index_size = Gauge("sundial_due_index_size", "ScheduledJobs with a pending wake-up.", registry=r)
-        self.reconciles = Counter("sundial_reconciles", "Planning passes by outcome.", ["outcome"], registry=r)
+        self.reconciles = Counter(
+            "sundial_reconciles", "Reconcile passes by outcome (PassOutcome).", ["outcome"], registry=r
+        )
+        for outcome in PassOutcome:
+            self.reconciles.labels(outcome=outcome.value)
         self.events = Counter(
             "sundial_events",
             "Events by result: created and patched (API writes), aggregated (occurrences counted into an "
@@ -103,6 +123,18 @@ class Metrics:
             buckets=API_BUCKETS,
             registry=r,
         )
+
+    def _by_status_counter(self) -> dict[StatusCounter, Counter]:
+        return {
+            StatusCounter.MISSED: self.missed,
+            StatusCounter.SKIPPED: self.skipped,
+            StatusCounter.DEAD_LETTERED: self.dead_lettered,
+            StatusCounter.SUCCEEDED: self.succeeded,
+            StatusCounter.FAILED: self.attempts_failed,
+            StatusCounter.RETRIED: self.retried,
+            StatusCounter.EXCLUDED: self.excluded,
+            StatusCounter.BUFFERED: self.buffered,
+        }
 
     def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
         self.api_requests.labels(verb=verb, resource=resource, code=code).inc()

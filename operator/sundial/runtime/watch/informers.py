@@ -17,26 +17,25 @@
   names; the resources are discovered once at startup, so the CRD must exist before the operator starts.
 * An explicit ``@kopf.on.login`` gives kopf the same credentials as our own client.
 * kopf decodes every line of a WATCH stream with the standard library's ``json.loads``;
-  :func:`use_fast_json` points that module-level name at :mod:`sundial.kube.codec` (orjson): 16% of a
-  replica's CPU was that decoder in the sharding e2e profile.
+  :func:`use_fast_json` points that module-level name at :mod:`sundial.kube.codec` (orjson).
 * kopf 1.45 still *builds* a diff-base essence (a deep copy of the whole body, then another in the progress
   storage) for every watch event before it looks at which handlers exist; only changing and spawning causes
-  use it. With watching handlers only, :class:`EventOnlyDiffBase` makes that essence empty: in a 400-object
-  herd profile the two deep copies were ~14% of the operator's CPU.
+  use it. With watching handlers only, :class:`EventOnlyDiffBase` makes that essence empty.
+* Every reach into kopf's internals (the memory container, the JSON decoder) is in :mod:`sundial.kube.compat`.
+  What each of these choices saves is in docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import kopf
 
 from sundial import model
-from sundial.kube import codec
+from sundial.kube import codec, compat
 from sundial.planner import names
 
 logger = logging.getLogger(__name__)
@@ -69,20 +68,14 @@ def resource_memories() -> Any:
     """kopf's per-object memory container (``kopf.operator(memories=...)``) that remembers nothing.
 
     kopf 1.45 keeps a ``ResourceMemory`` for every object it has ever seen until the object is deleted:
-    a memo, an error throttler, indexing and daemon bookkeeping (~640 bytes in 8 Python objects per object,
-    measured by ``python -m bench.memory``), and allocating them in between the listing's transient bodies
-    pins the allocator's arenas. None of it is used while the registry has only watching (``on.event``)
-    handlers: no memo, no indices, no daemons, no patches; the throttler only delays framework errors of
-    an object's processing, and our handlers only index into the store. So every event gets a fresh,
-    unremembered memory (kopf's ``ephemeral`` recall, which its admission webhooks use too)."""
-    from kopf._core.reactor import inventory  # noqa: PLC0415 - kopf internals, pinned version
-
-    class EphemeralMemories(inventory.ResourceMemories):
-        async def recall(self, raw_body: Any, **kwargs: Any) -> Any:
-            kwargs["ephemeral"] = True
-            return await super().recall(raw_body, **kwargs)
-
-    return EphemeralMemories()
+    a memo, an error throttler, indexing and daemon bookkeeping (several Python objects per object), and
+    allocating them in between the listing's transient bodies pins the allocator's arenas. None of it is
+    used while the registry has only watching (``on.event``) handlers: no memo, no indices, no daemons, no
+    patches; the throttler only delays framework errors of an object's processing, and our handlers only
+    index into the store. So every event gets a fresh, unremembered memory (kopf's ``ephemeral`` recall,
+    which its admission webhooks use too; kopf internals, so it lives in
+    :func:`sundial.kube.compat.ephemeral_memories`)."""
+    return compat.ephemeral_memories()
 
 
 class EventOnlyDiffBase(kopf.AnnotationsDiffBaseStorage):
@@ -96,14 +89,9 @@ class EventOnlyDiffBase(kopf.AnnotationsDiffBaseStorage):
 
 
 def use_fast_json() -> None:
-    """Let kopf's watch streams decode with orjson (kopf 1.45: ``kopf._cogs.clients.api`` calls
-    ``json.loads(line)`` per event and uses no other ``json`` function). Fails loudly if that changes."""
-    from kopf._cogs.clients import api  # noqa: PLC0415 - kopf internals, pinned version
-
-    current = getattr(api, "json", None)
-    if current is None or not callable(getattr(current, "loads", None)):
-        raise RuntimeError("kopf._cogs.clients.api no longer uses json.loads: review use_fast_json()")
-    setattr(api, "json", types.SimpleNamespace(loads=codec.loads))  # noqa: B010 - a module attribute of kopf
+    """Let kopf's watch streams decode with orjson (:func:`sundial.kube.compat.decode_watch_events_with`).
+    Fails loudly if kopf's decoding changed."""
+    compat.decode_watch_events_with(codec.loads)
 
 
 def operator_settings() -> Any:
@@ -116,13 +104,12 @@ def operator_settings() -> Any:
     settings.scanning.disabled = True
     settings.watching.label_selectors["batch", "v1", "jobs"] = names.SCHEDULED_JOB_LABEL
     settings.watching.inactivity_timeout = 70.0
-    # Memory at scale (python -m bench.memory, 10,000 idle objects; RSS keeps its high-water mark, so
-    # transient peaks stay): kopf's initial LIST in pages instead of one response (one response of
-    # 50,000 ScheduledJobs is ~1 GB of Python objects at once): RSS per object 27.8 -> 21.3 KB.
+    # Memory at scale (RSS keeps its high-water mark, so transient peaks stay; docs/benchmarks.md has the
+    # numbers): kopf's initial LIST in pages instead of one response holding every object at once.
     settings.watching.chunk_size = 500
     # A per-object worker keeps its last event (the whole body) until it exits, idle_timeout after that
-    # event (default 5 s): during a listing that is every object listed in the last 5 s. 0.5 s: RSS per
-    # object 21.3 -> 11.4 KB. A later event of the object simply starts a new worker (a task and a queue).
+    # event (default 5 s): during a listing that is every object listed in the last 5 s. A later event of
+    # the object simply starts a new worker (a task and a queue).
     settings.queueing.idle_timeout = 0.5
     settings.queueing.worker_limit = None
     settings.persistence.diffbase_storage = EventOnlyDiffBase()

@@ -4,8 +4,8 @@ A ScheduleCalendar event wakes the keys of the ScheduledJobs that refer to it (t
 
 An event whose object the store already holds at the same resourceVersion wakes nothing. That is mostly
 the echo of a status write the reconciler has just kept (every run and every first pass writes one), or
-kopf's re-list after a watch restart: re-planning it would only find that nothing changed. At 50,000
-objects the echoes of the first status writes alone were minutes of planning CPU after start-up.
+kopf's re-list after a watch restart: re-planning it would only find that nothing changed, and with many
+objects the echoes of the first status writes alone would cost minutes of planning CPU after start-up.
 """
 
 from __future__ import annotations

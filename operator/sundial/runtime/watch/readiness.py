@@ -3,9 +3,9 @@
 ScheduledJobs, their Jobs and ScheduleCalendars are listed: no ScheduledJob is planned before the calendars it
 refers to are indexed (it would be reported ``CalendarNotFound`` for a moment at every start).
 
-The LIST is paged (:data:`PAGE_SIZE` objects per request) and only UIDs are kept from each page: a
-single LIST of 50,000 ScheduledJobs decodes into ~1 GB of Python objects at once (~20 KB per body),
-which stays the process's high-water mark (RSS) long after it is dropped.
+The LIST is paged (:data:`PAGE_SIZE` objects per request) and only UIDs are kept from each page: a single
+LIST of every ScheduledJob would decode into all their bodies as Python objects at once, and that peak
+would stay the process's high-water mark (RSS) long after it is dropped.
 """
 
 from __future__ import annotations
@@ -87,8 +87,7 @@ class InitialListing:
         """Call after indexing an event; sets :attr:`ready` once nothing from the listing is missing.
 
         Only the UIDs indexed since the last call are looked at (:meth:`Store.take_seen`): a full pass over
-        the expected set on every event was quadratic — 4.7 s of event-loop time for 10,000 objects,
-        22.6 s for 20,000 (measured), ~2 min for 50,000."""
+        the expected set on every event would be quadratic in the number of objects (docs/benchmarks.md)."""
         if self.ready.is_set() or self._expected is None:
             return
         self._expected.difference_update(self._store.take_seen())

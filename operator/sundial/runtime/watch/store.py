@@ -5,16 +5,16 @@ ScheduledJob is still found later. A Job deleted while the owner's status may st
 is kept as a *tombstone* (phase DELETED, or its final phase if it had finished) until a reconcile sees
 the status no longer needs it: that is how "the worker crashed" (JobLost) is noticed.
 
-Memory (every replica holds every object; ``python -m bench.memory``): a ScheduledJob is kept as the
-compressed JSON of only what :meth:`sundial.model.ScheduledJob.from_dict` reads — ``spec``, ``status``
-and the metadata fields of :class:`sundial.model.ObjectMeta`, with only Sundial's own (``sundial.dev/``)
-annotations — and decoded again for each pass. Not kept: ``managedFields`` (server-side apply makes it
-the largest part of a body), labels, other annotations (``kubectl.kubernetes.io/last-applied-configuration``
-is a second copy of the object), ownerReferences, finalizers. Per idle object (the bench's captured
-one): a parsed body was ~23 KB (~210 Python objects), its kept JSON is 2.3 KB, compressed ~0.1-0.7 KB
-(:class:`_Codec`). A Job is kept only as the :class:`ObservedJob` the planner is given (a Job body is
-larger still). The UIDs seen for readiness are kept only until the initial state is indexed
-(:meth:`Store.stop_tracking_uids`).
+Memory (every replica holds every object): a ScheduledJob is kept as the compressed JSON of only what
+:meth:`sundial.model.ScheduledJob.from_dict` reads — ``spec``, ``status`` and the metadata fields of
+:class:`sundial.model.ObjectMeta`, with only Sundial's own (``sundial.dev/``) annotations — and decoded
+again for each pass. Not kept: ``managedFields`` (server-side apply makes it the largest part of a body),
+labels, other annotations (``kubectl.kubernetes.io/last-applied-configuration`` is a second copy of the
+object), ownerReferences, finalizers; the JSON is deflated (:class:`_Codec`). A Job is kept only as the
+:class:`ObservedJob` the planner is given (a Job body is larger still). The UIDs seen for readiness are kept
+only until the initial state is indexed (:meth:`Store.stop_tracking_uids`). ``spec.priority`` is kept beside
+the blob, in a dict holding only the objects whose priority is not 0, so dispatch orders keys without
+decoding anything. The sizes per object, measured with ``python -m bench.memory``, are in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType
+from sundial.model.spec import MAX_PRIORITY, MIN_PRIORITY
 from sundial.planner import names
 from sundial.planner.observed import ObservedJob
 from sundial.runtime.watch import jobs
@@ -159,9 +160,20 @@ def slim_scheduled_job(body: Mapping[str, Any]) -> dict[str, Any]:
     return slim
 
 
+def priority_of(body: Mapping[str, Any]) -> int:
+    """``spec.priority`` of a ScheduledJob body, read without the model: an integer within the CRD's bounds,
+    else 0 (an invalid spec is reported by the planner; dispatch only needs an order)."""
+    value = (body.get("spec") or {}).get("priority", 0)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return value if MIN_PRIORITY <= value <= MAX_PRIORITY else 0
+
+
 class Store:
     def __init__(self) -> None:
         self._scheduled_jobs: dict[Key, bytes] = {}
+        self._priorities: dict[Key, int] = {}
+        """``spec.priority`` of the keys whose priority is not 0 (most objects keep the default)."""
         self._codec = _Codec()
         self._jobs: dict[tuple[str, str], dict[str, ObservedJob]] = {}
         self._tombstones: dict[tuple[str, str], dict[str, ObservedJob]] = {}
@@ -182,6 +194,11 @@ class Store:
         header = len(clear).to_bytes(_HEADER_LENGTH, "big") + clear
         self._scheduled_jobs[key] = header + self._codec.encode(slim_scheduled_job(body))
         self.calendars.refer(key, refs_of(body))
+        priority = priority_of(body)
+        if priority:
+            self._priorities[key] = priority
+        else:
+            self._priorities.pop(key, None)
         self._seen_uid(body)
         return key
 
@@ -207,6 +224,7 @@ class Store:
         key = key_of(body)
         self._scheduled_jobs.pop(key, None)
         self.calendars.forget(key)
+        self._priorities.pop(key, None)
         self._seen_uid(body)
         return key
 
@@ -236,6 +254,10 @@ class Store:
         if kept is None:
             return None
         return _header(kept).partition(b" ")[0].decode()
+
+    def priority(self, key: Key) -> int:
+        """``spec.priority`` of the kept ScheduledJob (0 if unset or unknown; nothing is decoded)."""
+        return self._priorities.get(key, 0)
 
     def scheduled_job_keys(self) -> Iterator[Key]:
         return iter(list(self._scheduled_jobs))

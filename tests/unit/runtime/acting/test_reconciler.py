@@ -10,15 +10,16 @@ from typing import Any, cast
 import pytest
 
 from sundial import model
-from sundial.kube import leases, ratelimits, requests, results
+from sundial.kube import ratelimits, requests, results
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner import actions, names
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.runtime.acting.reconciler import Reconciler
+from sundial.runtime.coordination import electors
 from sundial.runtime.coordination.leadership import Leadership
 from sundial.runtime.fencing import NotActingError
-from sundial.runtime.serving.metrics import Metrics
+from sundial.runtime.serving.metrics import Metrics, PassOutcome
 from sundial.runtime.watch.store import Store
 
 NOW = datetime(2026, 3, 1, 2, 30, 5, tzinfo=UTC)
@@ -111,7 +112,7 @@ def reconciler(api: FakeApi, planner: FakePlanner, elector: Elector | None = Non
     async def no_sleep(_: float) -> None:
         return None
 
-    lead = Leadership([cast(leases.LeaseElector, elector or Elector())])
+    lead = Leadership([cast(electors.LeaseElector, elector or Elector())])
     return Reconciler(store=store, api=api, leadership=lead, planner=planner, events=FakeEvents(api),
                       metrics=Metrics(), clock=lambda: NOW, sleep=no_sleep), store  # fmt: skip
 
@@ -199,7 +200,7 @@ async def test_test_only_crash_hook_exits_after_the_nth_claim_before_its_create(
     async def no_sleep(_: float) -> None:
         return None
 
-    rec = Reconciler(store=store, api=api, leadership=Leadership([cast(leases.LeaseElector, Elector())]),
+    rec = Reconciler(store=store, api=api, leadership=Leadership([cast(electors.LeaseElector, Elector())]),
                      planner=planner, events=FakeEvents(api), metrics=Metrics(), clock=lambda: NOW, sleep=no_sleep,
                      crash_after_claim=2, hard_exit=hard_exit)  # fmt: skip
     await rec.reconcile(KEY)  # a claim without a create does not count
@@ -311,3 +312,64 @@ async def test_outcome_counters_follow_the_status_counters_the_claim_recorded() 
     assert value("sundial_attempts_failed_total") == 3
     assert value("sundial_attempts_retried_total") == 1
     assert value("sundial_runs_missed_total") == 1
+
+
+def passes(rec: Reconciler) -> dict[str, float]:
+    """``sundial_reconciles_total`` by outcome, zeros left out."""
+    registry = rec._metrics.registry
+    counted = {
+        o.value: registry.get_sample_value("sundial_reconciles_total", {"outcome": o.value}) for o in PassOutcome
+    }
+    return {outcome: value for outcome, value in counted.items() if value}
+
+
+INVALID = results.Invalid(message="spec.template.spec.restartPolicy: Unsupported value")
+
+
+@pytest.mark.parametrize(
+    ("plans", "writes", "creates", "holding", "expected"),
+    [
+        pytest.param([plan(CREATE)], [], [], True, PassOutcome.CLAIMED, id="claimed"),
+        pytest.param(
+            [plan(CREATE), plan(write=False)], [], [INVALID], True, PassOutcome.CLAIMED, id="claimed-replanned"
+        ),
+        pytest.param([plan(write=False)], [], [], True, PassOutcome.UNCHANGED, id="unchanged"),
+        pytest.param([plan(CREATE)], [results.Conflict()] * 5, [], True, PassOutcome.CONTENDED, id="contended"),
+        pytest.param([plan(CREATE)], [results.Gone()], [], True, PassOutcome.GONE, id="gone-on-write"),
+        pytest.param([plan(CREATE)], [], [], False, PassOutcome.NOT_ACTING, id="not-acting"),
+    ],
+)
+async def test_each_pass_counts_once_by_how_it_ended(
+    plans: list[Plan],
+    writes: list[results.WriteResult],
+    creates: list[results.CreateResult],
+    holding: bool,
+    expected: PassOutcome,
+) -> None:
+    api = FakeApi()
+    api.write_results, api.create_results = list(writes), list(creates)
+    rec, _ = reconciler(api, FakePlanner(plans), Elector(holding=holding))
+    await rec.reconcile(KEY)
+    assert passes(rec) == {expected.value: 1}
+
+
+async def test_a_pass_for_an_object_no_longer_cached_counts_as_gone() -> None:
+    rec, _ = reconciler(FakeApi(), FakePlanner([plan(CREATE)]))
+    await rec.reconcile(("team-a", "deleted"))
+    await rec.reconcile(KEY)
+    assert passes(rec) == {"gone": 1, "claimed": 1}
+
+
+async def test_a_pass_that_raises_counts_as_failed() -> None:
+    elector = Elector()
+    cleanup = actions.DeleteJob(name="old", uid="u-old", reason="history")
+    rec, _ = reconciler(LosingApi(elector), FakePlanner([plan(CREATE, cleanup)]), elector)
+    with pytest.raises(NotActingError):
+        await rec.reconcile(KEY)
+    assert passes(rec) == {"failed": 1}
+
+
+def test_every_outcome_is_exported_before_its_first_pass() -> None:
+    registry = Metrics().registry
+    for outcome in PassOutcome:
+        assert registry.get_sample_value("sundial_reconciles_total", {"outcome": outcome.value}) == 0

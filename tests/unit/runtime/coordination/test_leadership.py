@@ -8,13 +8,16 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from sundial.kube import results
-from sundial.kube.leases import LeaseElector, LeaseRecord
+from sundial.kube.leases import LeaseRecord
+from sundial.runtime.coordination.decisions import LeaseTimings
+from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.serving.metrics import Metrics
 
 SHARDS = 12
 DURATION, DEADLINE, RETRY = 6.0, 4.0, 1.0
 EPOCH = datetime(2026, 3, 1, tzinfo=UTC)
+TIMINGS = LeaseTimings(lease_duration=DURATION, renew_deadline=DEADLINE, retry_period=RETRY)
 
 
 class Clock:
@@ -80,8 +83,7 @@ class Replica:
 def replica(api: FakeLeases, clock: Clock, identity: str, *, gate: asyncio.Event | None = None) -> Replica:
     def elector(name: str) -> LeaseElector:
         return LeaseElector(
-            api=api, namespace="ns", name=name, identity=identity, lease_duration=DURATION,
-            renew_deadline=DEADLINE, retry_period=RETRY, clock=clock, wallclock=clock.wall,
+            api=api, namespace="ns", name=name, identity=identity, timings=TIMINGS, clock=clock, wallclock=clock.wall,
         )  # fmt: skip
 
     drains: list[tuple[int, bool]] = []

@@ -10,10 +10,10 @@ from typing import Any, cast
 import kopf
 import pytest
 
-from sundial.kube import leases
 from sundial.model.enums import Trigger
 from sundial.model.status import ActiveRun, ScheduledJobStatus
 from sundial.runtime.acting.reconciler import Reconciler
+from sundial.runtime.coordination import electors
 from sundial.runtime.coordination.leadership import Leadership
 from sundial.runtime.serving import heap
 from sundial.runtime.serving.metrics import Metrics
@@ -79,7 +79,7 @@ def test_active_runs_are_counted_without_an_entry_per_idle_object() -> None:
     now = datetime(2026, 11, 29, tzinfo=UTC)
     metrics = Metrics()
     rec = Reconciler(
-        store=Store(), api=cast(Any, None), leadership=Leadership([cast(leases.LeaseElector, Elector())]),
+        store=Store(), api=cast(Any, None), leadership=Leadership([cast(electors.LeaseElector, Elector())]),
         planner=cast(Any, None), events=cast(Any, None), metrics=metrics, clock=lambda: now,
     )  # fmt: skip
 

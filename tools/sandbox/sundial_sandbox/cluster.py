@@ -18,11 +18,11 @@ from typing import Any
 
 import yaml
 
-from sundial.sandbox.api import ApiClient, ApiError, probe_https
-from sundial.sandbox.binaries import ensure_binaries
-from sundial.sandbox.certs import Pki, create_pki
-from sundial.sandbox.processes import ProcessRecord, ProcessTable, tail
-from sundial.sandbox.stages import ALL_STAGES, FAKE_NODE_ANNOTATION, FAKE_NODE_VALUE, fake_node
+from sundial_sandbox.api import ApiClient, ApiError, probe_https
+from sundial_sandbox.binaries import ensure_binaries
+from sundial_sandbox.certs import Pki, create_pki
+from sundial_sandbox.processes import ProcessRecord, ProcessTable, tail
+from sundial_sandbox.stages import ALL_STAGES, FAKE_NODE_ANNOTATION, FAKE_NODE_VALUE, fake_node
 
 #: Process names, in start order.
 COMPONENTS: tuple[str, ...] = (
@@ -78,7 +78,7 @@ class Sandbox:
     ``start()`` returns the kubeconfig path once the API server is ready, the fake node is Ready
     and the ``default`` ServiceAccount exists. ``stop()`` ends exactly the processes recorded in
     DIRECTORY. Both are idempotent. Nothing outside DIRECTORY is written (binaries aside, which
-    :func:`~sundial.sandbox.binaries.ensure_binaries` caches under ``~/.cache/sundial``).
+    :func:`~sundial_sandbox.binaries.ensure_binaries` caches under ``~/.cache/sundial``).
     """
 
     def __init__(self, directory: Path, bin_dir: Path | None = None, node_name: str = "sandbox-node-0") -> None:

@@ -10,10 +10,10 @@ Binaries come from ``tools/controlplane/build.sh`` (or a prebuilt directory name
 
 from __future__ import annotations
 
-from sundial.sandbox.binaries import BINARIES, BinariesError, ensure_binaries
-from sundial.sandbox.cluster import Sandbox, SandboxError
-from sundial.sandbox.crds import CrdError, install_crds
-from sundial.sandbox.stages import (
+from sundial_sandbox.binaries import BINARIES, BinariesError, ensure_binaries
+from sundial_sandbox.cluster import Sandbox, SandboxError
+from sundial_sandbox.crds import CrdError, install_crds
+from sundial_sandbox.stages import (
     DURATION_ANNOTATION,
     FAKE_NODE_ANNOTATION,
     OUTCOME_FAIL,

@@ -29,7 +29,7 @@ def find_build_script() -> Path | None:
     override = os.environ.get(BUILD_SCRIPT_ENV)
     if override:
         return Path(override)
-    # operator/sundial/sandbox/binaries.py -> repository root is three levels above the package.
+    # tools/sandbox/sundial_sandbox/binaries.py: the checkout root is the first parent holding tools/controlplane.
     for parent in Path(__file__).resolve().parents:
         candidate = parent / "tools" / "controlplane" / "build.sh"
         if candidate.is_file():

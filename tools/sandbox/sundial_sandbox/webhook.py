@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sundial.sandbox.certs import _openssl
+from sundial_sandbox.certs import _openssl
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,44 @@
+"""``sundial dev`` and ``sundial sandbox``: registered whether or not the sundial-sandbox tool is installed; without
+it they exit with a message naming the missing tool and how to install it, before touching anything."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from sundial.cli import main
+
+COMMANDS = [["dev"], ["sandbox", "start"], ["sandbox", "stop"]]
+
+
+@pytest.fixture
+def no_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``sundial_sandbox`` unimportable, as in an environment that has only the sundial wheel."""
+    monkeypatch.setitem(sys.modules, "sundial_sandbox", None)
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_without_the_sandbox_tool_the_command_says_how_to_install_it(
+    no_sandbox: None, tmp_path: Path, argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main.main([*argv, "--dir", str(tmp_path / "sandbox")])
+    message = str(exit_info.value.code)
+    assert message.startswith(f"sundial {' '.join(argv)}: needs the sundial-sandbox development tool")
+    assert "pip install -e tools/sandbox" in message
+    assert "make venv" in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_sandbox_commands_are_registered_without_the_tool(no_sandbox: None) -> None:
+    parser = main.build_parser()
+    args = parser.parse_args(["sandbox", "stop"])
+    assert args.sandbox_command == "stop"
+    assert parser.parse_args(["dev"]).command == "dev"
+
+
+def test_with_the_tool_installed_stop_reaches_the_sandbox(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main.main(["sandbox", "stop", "--dir", str(tmp_path)]) == 0
+    assert f"sandbox in {tmp_path} stopped" in capsys.readouterr().err
