@@ -1,4 +1,5 @@
-"""The in-memory view built from watch events: ScheduledJobs by key, Jobs grouped by their owner.
+"""The in-memory view built from watch events: ScheduledJobs by key, Jobs grouped by their owner, and
+ScheduleCalendars with the reverse index calendar -> referring ScheduledJobs (:mod:`.calendars`).
 
 Jobs are grouped by (namespace, ``sundial.dev/scheduledjob`` label value), so a Job seen before its
 ScheduledJob is still found later. A Job deleted while the owner's status may still list it as active
