@@ -10,7 +10,7 @@ from enum import StrEnum
 
 import pytest
 
-from sundial.model import enums, resource, status
+from sundial.model import calendars, enums, resource, status
 from sundial.planner import actions, names, observed
 from sundial.runtime.serving import metrics
 
@@ -34,7 +34,7 @@ KEYS = {
 ENUMS: dict[type[StrEnum], set[str]] = {
     enums.Trigger: {"schedule", "catch-up", "retry", "manual", "redrive", "backfill"},
     enums.ConcurrencyPolicy: {"Allow", "Forbid", "Replace", "BufferOne", "BufferAll"},
-    enums.RunResult: {"Succeeded", "DeadLettered", "Replaced"},
+    enums.RunResult: {"Succeeded", "DeadLettered", "Replaced", "Excluded"},
     enums.DeadLetterReason: {"MaxAttemptsExceeded", "MaxRunAgeExceeded", "InvalidJobTemplate"},
     enums.ConditionType: {"Ready", "Suspended", "DeadLettered", "Complete"},
     enums.ConditionStatus: {"True", "False", "Unknown"},
@@ -49,9 +49,14 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "Pending",
         "InvalidSchedule",
         "InvalidSpec",
+        "CalendarNotFound",
+        "InvalidCalendar",
     },
     enums.CompleteReason: {"Succeeded", "DeadLettered", "Missed"},
-    status.StatusCounter: {"runs", "succeeded", "failed", "retried", "missed", "skipped", "dead_lettered", "buffered"},
+    status.StatusCounter: {
+        *("runs", "succeeded", "failed", "retried", "missed", "skipped", "dead_lettered"),
+        *("excluded", "buffered"),
+    },
     observed.FailureReason: {"Failed", "JobLost", "UnexpectedJob", "InvalidJobTemplate"},
     actions.DeleteReason: {"HistoryLimit", "Replaced"},
     actions.EventType: {"Normal", "Warning"},
@@ -72,6 +77,9 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "Triggered",
         "Redriven",
         "Completed",
+        "RunExcluded",
+        "CalendarNotFound",
+        "InvalidCalendar",
         "RunBuffered",
         "BackfillStarted",
         "BackfillCompleted",
@@ -124,3 +132,18 @@ def test_a_long_name_gets_a_short_hashed_label_value_and_the_selector_uses_it() 
     assert len(value) <= names.MAX_LABEL_LENGTH and value != name
     assert names.job_selector(name) == f"sundial.dev/scheduledjob={value}"
     assert names.job_selector("nightly") == "sundial.dev/scheduledjob=nightly"
+
+
+def test_the_calendar_kind_and_plural_keep_their_wire_values() -> None:
+    assert (calendars.CALENDAR_KIND, calendars.CALENDAR_PLURAL) == ("ScheduleCalendar", "schedulecalendars")
+
+
+def test_calendar_condition_reasons_are_also_event_reasons() -> None:
+    # A missing or invalid calendar emits a Warning Event named after the Ready=False condition's reason.
+    for reason in (enums.ConditionReason.CALENDAR_NOT_FOUND, enums.ConditionReason.INVALID_CALENDAR):
+        assert actions.EventReason(reason) == reason
+
+
+def test_excluded_runs_have_their_metric() -> None:
+    registry = metrics.Metrics().registry
+    assert registry.get_sample_value("sundial_runs_excluded_total") == 0.0

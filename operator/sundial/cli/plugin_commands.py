@@ -27,16 +27,27 @@ if TYPE_CHECKING:
 
 FROM_PREFIXES = ("scheduledjob/", "scheduledjobs/", "sj/", "scheduledjob.sundial.dev/", "scheduledjobs.sundial.dev/")
 POLL_SECONDS = 0.5
+MAX_EXCLUDED_IN_A_ROW = 10_000
+"""A preview stops after this many excluded times in a row (an exclusion of everything)."""
 
 
 def next_times(obj: ScheduledJob, *, after: datetime, count: int) -> list[datetime]:
-    """The next ``count`` nominal times of a ScheduledJob, exactly as the operator computes them."""
+    """The next ``count`` nominal times of a ScheduledJob that run, exactly as the operator computes them
+    (without the exclusions of its ScheduleCalendars: only ``spec.exclude`` is applied)."""
     spec = obj.spec
     if spec is None:
         return []
     when = spec.when(uid=obj.metadata.uid, created=obj.metadata.creation_timestamp or after)
+    exclusion = spec.exclusion(uid=obj.metadata.uid) if spec.exclude else None
     result: list[datetime] = []
+    skipped = 0
     for instant in when.iter_after(after):
+        if exclusion is not None and exclusion.excludes(instant):
+            skipped += 1
+            if skipped > MAX_EXCLUDED_IN_A_ROW:
+                break
+            continue
+        skipped = 0
         result.append(instant)
         if len(result) >= count:
             break

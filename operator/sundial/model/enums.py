@@ -45,6 +45,8 @@ class RunResult(StrEnum):
     SUCCEEDED = "Succeeded"
     DEAD_LETTERED = "DeadLettered"
     REPLACED = "Replaced"
+    EXCLUDED = "Excluded"
+    """Never run: the nominal time is excluded (``spec.exclude`` or a ScheduleCalendar); 0 attempts."""
 
 
 class DeadLetterReason(StrEnum):
@@ -62,7 +64,8 @@ class ConditionType(StrEnum):
     """The ``metav1.Condition`` types a ScheduledJob carries."""
 
     READY = "Ready"
-    """The summary: False only for an invalid spec (reason ``InvalidSpec`` or ``InvalidSchedule``)."""
+    """The summary: False for an invalid spec (reason ``InvalidSpec`` or ``InvalidSchedule``) or a missing or
+    invalid ScheduleCalendar (``CalendarNotFound``, ``InvalidCalendar``)."""
     SUSPENDED = "Suspended"
     """True while ``spec.suspend`` is set or the dead-letter circuit is open."""
     DEAD_LETTERED = "DeadLettered"
@@ -102,6 +105,12 @@ class ConditionReason(StrEnum):
     """``Ready=False``: ``spec.schedule``, ``spec.timeZone`` or ``spec.daylightSaving`` is invalid."""
     INVALID_SPEC = "InvalidSpec"
     """``Ready=False``: another part of the spec is invalid (the message names the field)."""
+    CALENDAR_NOT_FOUND = "CalendarNotFound"
+    """``Ready=False``: a ScheduleCalendar named in ``spec.calendarRefs`` does not exist (the message names it);
+    nothing fires until it does."""
+    INVALID_CALENDAR = "InvalidCalendar"
+    """``Ready=False``: a ScheduleCalendar named in ``spec.calendarRefs`` is invalid; nothing fires until it is
+    fixed."""
 
 
 class CompleteReason(StrEnum):

@@ -146,6 +146,8 @@ class StatusCounter(StrEnum):
     """Runs skipped (``concurrencyPolicy: Forbid``, replaced before they started, or beyond a full buffer)."""
     DEAD_LETTERED = "dead_lettered"
     """Runs dead-lettered."""
+    EXCLUDED = "excluded"
+    """Nominal times not run because they are excluded (``spec.exclude``, ScheduleCalendars)."""
     BUFFERED = "buffered"
     """Runs that waited for an active run to end (``concurrencyPolicy: BufferOne | BufferAll``)."""
 
@@ -160,6 +162,7 @@ class Counters(StatusModel):
     missed: int = 0
     skipped: int = 0
     dead_lettered: int = 0
+    excluded: int = 0
     buffered: int = 0
 
 

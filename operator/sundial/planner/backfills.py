@@ -257,8 +257,8 @@ def _walk(draft: Draft, progress: BackfillProgress, *, budget: int, ran: _Ran) -
                 walk.next_time = nominal
                 return walk
             looked += 1
-            if ran.has(nominal):
-                walk.skipped += 1
+            if ran.has(nominal) or (draft.exclusion and draft.exclusion.excludes(nominal)):
+                walk.skipped += 1  # already has a run, or excluded (spec.exclude, calendars): never run
             else:
                 walk.picked.append(nominal)
         if not more or not times:

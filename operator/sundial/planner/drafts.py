@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sundial import schedule
-from sundial.model.enums import CompleteReason
+from sundial.model.enums import CompleteReason, ConditionReason
 from sundial.model.resource import ScheduledJob
 from sundial.model.spec import ScheduledJobSpec
 from sundial.model.status import (
@@ -64,11 +64,16 @@ class Draft:
     actions: list[Action] = field(default_factory=list)
     one_off_outcome: CompleteReason | None = None
     """How the run of a finite source (a one-off) ended in this pass, if it did."""
+    exclusion: schedule.Exclusion = field(default_factory=schedule.Exclusion)
+    """The excluded times (``spec.exclude`` and the calendars found): such nominal times are never run."""
+    calendar_problem: tuple[ConditionReason, str] | None = None
+    """A calendar of ``spec.calendarRefs`` is missing or invalid: (reason, message); nothing new fires."""
 
     @classmethod
     def start(cls, obj: ScheduledJob, spec: ScheduledJobSpec, context: Context) -> Draft:
         status = obj.status
         created = obj.metadata.creation_timestamp or context.now.replace(microsecond=0)
+        problem, exclusion = _calendars(spec, context, uid=obj.metadata.uid)
         return cls(
             obj=obj,
             spec=spec,
@@ -93,6 +98,8 @@ class Draft:
             last_handled_redrive=status.last_handled_redrive,
             last_handled_backfill=status.last_handled_backfill,
             finished_at=status.finished_at,
+            exclusion=exclusion,
+            calendar_problem=problem,
         )
 
     @property
@@ -169,3 +176,31 @@ class Draft:
             last_handled_backfill=self.last_handled_backfill,
             finished_at=self.finished_at,
         )
+
+
+def _calendars(
+    spec: ScheduledJobSpec, context: Context, *, uid: str
+) -> tuple[tuple[ConditionReason, str] | None, schedule.Exclusion]:
+    """The first problem with ``spec.calendarRefs`` (missing, then invalid) and the exclusion of the rest."""
+    found = {name: context.calendars[name] for name in spec.calendar_refs if name in context.calendars}
+    missing = [name for name in spec.calendar_refs if name not in found]
+    invalid = [name for name, calendar in found.items() if calendar is None]
+    problem = None
+    if missing:
+        problem = (
+            ConditionReason.CALENDAR_NOT_FOUND,
+            f"ScheduleCalendar {', '.join(missing)} not found in this "
+            "namespace (spec.calendarRefs): nothing runs until it exists",
+        )
+    elif invalid:
+        problem = (
+            ConditionReason.INVALID_CALENDAR,
+            f"ScheduleCalendar {', '.join(invalid)} is invalid (spec.calendarRefs): nothing runs until it is fixed",
+        )
+    usable = {name: calendar for name, calendar in found.items() if calendar is not None}
+    if not spec.exclude and not usable:
+        return problem, schedule.Exclusion()
+    try:
+        return problem, spec.exclusion(uid=uid, calendars=usable)
+    except schedule.ScheduleError as error:  # a calendar valid alone, but not in this object's zone
+        return (ConditionReason.INVALID_CALENDAR, f"spec.calendarRefs: {error}"), schedule.Exclusion()

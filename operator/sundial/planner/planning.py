@@ -50,7 +50,7 @@ from sundial.model.enums import (
 )
 from sundial.model.resource import ScheduledJob
 from sundial.model.status import MAX_ACTIVE, RunRecord, ScheduledJobStatus, StatusCounter
-from sundial.planner import backfills, buffers, conditions, due, history, runs, triggers
+from sundial.planner import backfills, buffers, conditions, due, exclusions, history, runs, triggers
 from sundial.planner.actions import Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
 from sundial.planner.drafts import Draft
 from sundial.planner.observed import JobPhase, ObservedJob
@@ -78,7 +78,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
     runs.start_due_retries(draft)
     new_runs: list[tuple[datetime, Trigger, bool]] = buffers.release(draft)
 
-    paused = spec.suspend or draft.circuit_open or draft.closing
+    paused = spec.suspend or draft.circuit_open or draft.closing or draft.calendar_problem is not None
     was_suspended = obj.status.condition(ConditionType.SUSPENDED)
     resumed_since = None
     if not paused and was_suspended is not None and was_suspended.status == ConditionStatus.TRUE:
@@ -88,6 +88,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         draft.cursor = found.cursor
         circuit_drop = found.dropped if was_suspended and was_suspended.reason != ConditionReason.SUSPENDED else 0
         _miss(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
+        exclusions.record(draft, found.excluded)
         new_runs += [(t, trigger, False) for t, trigger in found.to_run]
     manual = triggers.manual_request(draft)
     if manual is not None and not draft.closing:
@@ -329,6 +330,8 @@ def _conditions(draft: Draft, *, finished: bool) -> None:
         _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.SUSPENDED, "suspended by spec.suspend")
     elif draft.circuit_open:
         _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.CIRCUIT_OPEN, _circuit_message(draft))
+    elif exclusions.put_calendar_condition(draft):
+        pass
     else:
         upcoming = draft.next_schedule_time
         message = f"next run at {runs.when(upcoming)}" if upcoming is not None else "no further runs"
@@ -346,7 +349,7 @@ def _circuit_message(draft: Draft) -> str:
 def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
     now = draft.now
     candidates: list[datetime] = []
-    upcoming = draft.next_schedule_time
+    upcoming = due.next_time(draft, paused=paused, excluded=True) if draft.exclusion else draft.next_schedule_time
     if upcoming is not None and not paused:
         candidates.append(due.fire_at(draft, upcoming))
     age = draft.spec.retry.max_run_age

@@ -134,7 +134,11 @@ async def build(
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
     logged_in = asyncio.Event()
     registry = informers.registry(
-        configuration=configuration, on_scheduled_job=intake.scheduled_job, on_job=intake.job, on_login=logged_in.set
+        configuration=configuration,
+        on_scheduled_job=intake.scheduled_job,
+        on_job=intake.job,
+        on_calendar=intake.calendar,
+        on_login=logged_in.set,
     )
     kopf_settings = informers.operator_settings()
     rotator = (

@@ -18,6 +18,7 @@ Manifest = dict[str, Any]
 OPERATOR_RULES: dict[tuple[str, str], frozenset[str]] = {
     ("sundial.dev", "scheduledjobs"): frozenset({"get", "list", "watch", "delete"}),
     ("sundial.dev", "scheduledjobs/status"): frozenset({"get", "update", "patch"}),
+    ("sundial.dev", "schedulecalendars"): frozenset({"get", "list", "watch"}),
     ("batch", "jobs"): frozenset({"get", "list", "watch", "create", "delete"}),
     ("", "events"): frozenset({"create", "patch"}),
     ("events.k8s.io", "events"): frozenset({"create", "patch"}),
@@ -190,3 +191,10 @@ def source_crd() -> Manifest:
         pytest.skip("crds/sundial.dev_scheduledjobs.yaml does not exist yet")
     (crd,) = load_all(path.read_text())
     return crd
+
+
+@pytest.fixture(scope="session")
+def source_crds() -> dict[str, Manifest]:
+    """Every CRD of crds/, by metadata.name."""
+    found = [crd for path in sorted((ROOT / "crds").glob("*.yaml")) for crd in load_all(path.read_text())]
+    return {crd["metadata"]["name"]: crd for crd in found}

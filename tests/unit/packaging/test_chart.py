@@ -290,17 +290,18 @@ def test_the_leader_election_role_is_confined_to_the_release_namespace(rendered:
     assert f"--lease-name-prefix={prefix}" in container["args"]
 
 
-def test_the_crds_are_rendered_from_crds(rendered: Any, source_crd: Any) -> None:
+def test_the_crds_are_rendered_from_crds(rendered: Any, source_crds: Any) -> None:
     values, manifests = rendered
     crds = [m for m in manifests if m["kind"] == "CustomResourceDefinition"]
     if not values["crds"]["enabled"]:
         assert crds == []
         return
-    (crd,) = crds
-    assert {k: v for k, v in crd.items() if k != "metadata"} == {k: v for k, v in source_crd.items() if k != "metadata"}
-    assert crd["metadata"]["name"] == source_crd["metadata"]["name"]
-    keep = (crd["metadata"].get("annotations") or {}).get("helm.sh/resource-policy")
-    assert keep == ("keep" if values["crds"]["keep"] else None)
+    assert sorted(crd["metadata"]["name"] for crd in crds) == sorted(source_crds)
+    for crd in crds:
+        source = source_crds[crd["metadata"]["name"]]
+        assert {k: v for k, v in crd.items() if k != "metadata"} == {k: v for k, v in source.items() if k != "metadata"}
+        keep = (crd["metadata"].get("annotations") or {}).get("helm.sh/resource-policy")
+        assert keep == ("keep" if values["crds"]["keep"] else None)
 
 
 def test_namespaced_objects_land_in_the_release_namespace(rendered: Any) -> None:

@@ -1,4 +1,5 @@
-"""The in-memory view built from watch events: ScheduledJobs by key, Jobs grouped by their owner.
+"""The in-memory view built from watch events: ScheduledJobs by key, Jobs grouped by their owner, and
+ScheduleCalendars with the reverse index calendar -> referring ScheduledJobs (:mod:`.calendars`).
 
 Jobs are grouped by (namespace, ``sundial.dev/scheduledjob`` label value), so a Job seen before its
 ScheduledJob is still found later. A Job deleted while the owner's status may still list it as active
@@ -31,6 +32,7 @@ from sundial.model.spec import MAX_PRIORITY, MIN_PRIORITY
 from sundial.planner import names
 from sundial.planner.observed import ObservedJob
 from sundial.runtime.watch import jobs
+from sundial.runtime.watch.calendars import Calendars, refs_of
 
 Key = tuple[str, str]
 """(namespace, name) of a ScheduledJob."""
@@ -178,6 +180,8 @@ class Store:
         self._tombstones: dict[tuple[str, str], dict[str, ObservedJob]] = {}
         self._seen: set[str] | None = set()
         self._fresh: list[str] = []
+        self.calendars = Calendars()
+        """ScheduleCalendars and the reverse index calendar -> referring ScheduledJob keys."""
 
     # ScheduledJobs ---------------------------------------------------------------------------------
 
@@ -190,6 +194,7 @@ class Store:
         clear = f"{meta.get('uid', '')} {meta.get('resourceVersion', '')}".encode()
         header = len(clear).to_bytes(_HEADER_LENGTH, "big") + clear
         self._scheduled_jobs[key] = header + self._codec.encode(slim_scheduled_job(body))
+        self.calendars.refer(key, refs_of(body))
         priority = priority_of(body)
         if priority:
             self._priorities[key] = priority
@@ -219,9 +224,22 @@ class Store:
     def drop_scheduled_job(self, body: Mapping[str, Any]) -> Key:
         key = key_of(body)
         self._scheduled_jobs.pop(key, None)
+        self.calendars.forget(key)
         self._priorities.pop(key, None)
         self._seen_uid(body)
         return key
+
+    # ScheduleCalendars -----------------------------------------------------------------------------
+
+    def put_calendar(self, body: Mapping[str, Any]) -> set[Key]:
+        """Keep a ScheduleCalendar; returns the keys of the ScheduledJobs that refer to it."""
+        self._seen_uid(body)
+        return self.calendars.put(body)
+
+    def drop_calendar(self, body: Mapping[str, Any]) -> set[Key]:
+        """Forget a deleted ScheduleCalendar; returns the keys of the ScheduledJobs that refer to it."""
+        self._seen_uid(body)
+        return self.calendars.drop(body)
 
     def scheduled_job(self, key: Key) -> dict[str, Any] | None:
         """A fresh dict on every call (decoded from the kept JSON): only the fields listed above."""
