@@ -20,6 +20,8 @@ KEYS = {
     names.ATTEMPT_ANNOTATION: "sundial.dev/attempt",
     names.IDEMPOTENCY_KEY_ANNOTATION: "sundial.dev/idempotency-key",
     names.FENCING_TOKEN_ANNOTATION: "sundial.dev/fencing-token",
+    names.SHARD_LABEL: "sundial.dev/shard",
+    names.SHARD_LEASE_LABEL: "sundial.dev/shard-lease",
     names.TRIGGER_ANNOTATION: "sundial.dev/trigger",
     names.REDRIVE_ANNOTATION: "sundial.dev/redrive",
     names.SCHEDULED_TIME_ENV: "SUNDIAL_SCHEDULED_TIME",
@@ -72,6 +74,7 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "Completed",
     },
     metrics.EventResult: {"created", "patched", "aggregated", "dropped", "failed"},
+    metrics.FencedKind: {"job_create", "job_delete", "status", "event"},
 }
 
 

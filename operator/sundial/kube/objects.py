@@ -12,6 +12,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from sundial import model
 from sundial.kube import codec, errors, requests, results
+from sundial.planner import names
 
 _SJ = (model.resource.GROUP, model.resource.VERSION)
 #: Event messages are cut to this many characters (as events.k8s.io limits a note to 1 kB).
@@ -265,16 +266,21 @@ class ObjectsApi:
         last: datetime,
         count: int,
         instance: str,
+        fencing_token: str = "",
     ) -> str:
         """A core/v1 Event on the ScheduledJob (reportingComponent ``sundial``); returns its name.
 
         ``count`` occurrences between ``first`` and ``last``: an Event series (``kubectl describe`` shows
-        "(x<count> over <last - first>)"), continued by :meth:`patch_event`.
+        "(x<count> over <last - first>)"), continued by :meth:`patch_event`. ``fencing_token`` goes in the
+        ``sundial.dev/fencing-token`` annotation (checked by the server-side fencing policy).
         """
+        metadata: dict[str, Any] = {"generateName": f"{involved.name}.", "namespace": involved.namespace}
+        if fencing_token:
+            metadata["annotations"] = {names.FENCING_TOKEN_ANNOTATION: fencing_token}
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{involved.name}.", "namespace": involved.namespace},
+            "metadata": metadata,
             "involvedObject": {
                 "apiVersion": f"{model.resource.GROUP}/{model.resource.VERSION}",
                 "kind": model.resource.KIND,
@@ -306,13 +312,27 @@ class ObjectsApi:
         return str((created.get("metadata") or {}).get("name", ""))
 
     async def patch_event(
-        self, *, namespace: str, name: str, count: int, last_timestamp: datetime, message: str
+        self,
+        *,
+        namespace: str,
+        name: str,
+        count: int,
+        last_timestamp: datetime,
+        message: str,
+        fencing_token: str = "",
     ) -> results.PatchResult:
-        """Continue an Event series: a merge patch of ``count``, ``lastTimestamp`` and ``message``.
+        """Continue an Event series: a merge patch of ``count``, ``lastTimestamp`` and ``message`` (and the
+        writer's fencing token: the Event may have been created under an older one).
 
         :class:`results.Gone` when the Event no longer exists (the API server's Event TTL, 1 h by default).
         """
-        patch = {"count": count, "lastTimestamp": _timestamp(last_timestamp), "message": message[:MAX_EVENT_MESSAGE]}
+        patch: dict[str, Any] = {
+            "count": count,
+            "lastTimestamp": _timestamp(last_timestamp),
+            "message": message[:MAX_EVENT_MESSAGE],
+        }
+        if fencing_token:
+            patch["metadata"] = {"annotations": {names.FENCING_TOKEN_ANNOTATION: fencing_token}}
         try:
             await self._req.call(
                 verb="patch",

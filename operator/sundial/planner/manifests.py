@@ -64,7 +64,8 @@ def build_job(
     * ``metadata.namespace`` is always the ScheduledJob's (a namespace in the template is ignored);
       ``metadata.name`` is :func:`job_name` (``manual`` defaults to ``trigger == manual``; pass it
       explicitly for retries of manual runs so their names keep the ``m`` form).
-    * Labels: the template's labels plus ``sundial.dev/scheduledjob`` (also on the pod template).
+    * Labels: the template's labels plus ``sundial.dev/scheduledjob`` (also on the pod template) and, on the
+      Job only, ``sundial.dev/shard`` (the fencing token's shard, for the server-side fencing policy).
     * Annotations on the Job and on its pod template: scheduled time (RFC 3339 UTC), attempt,
       idempotency key, fencing token and trigger, on top of the template's own annotations.
     * ``SUNDIAL_SCHEDULED_TIME``, ``SUNDIAL_ATTEMPT``, ``SUNDIAL_IDEMPOTENCY_KEY`` and
@@ -107,7 +108,11 @@ def build_job(
         "metadata": {
             "name": name,
             "namespace": meta.namespace,
-            "labels": {**_strings(template_meta.get("labels")), **label},
+            "labels": {
+                **_strings(template_meta.get("labels")),
+                **label,
+                names.SHARD_LABEL: names.token_shard(fencing_token),
+            },
             "annotations": {**_strings(template_meta.get("annotations")), **stamped},
             "ownerReferences": [
                 {

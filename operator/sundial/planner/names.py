@@ -24,6 +24,12 @@ SCHEDULED_JOB_LABEL: Final = "sundial.dev/scheduledjob"
 """The owning ScheduledJob's name; a name over 63 characters becomes at most its first 57 characters (lowercased,
 other characters than ``[a-z0-9-]`` as ``-``), ``-`` and 5 hex digits of its SHA-256."""
 
+SHARD_LABEL: Final = "sundial.dev/shard"
+"""On Jobs (not their pods): the shard of the replica that created the Job, the first part of its fencing token.
+The server-side fencing policy compares a Job DELETE's requester with the holder of this shard's Lease."""
+SHARD_LEASE_LABEL: Final = "sundial.dev/shard-lease"
+"""On the shard Leases (``<prefix>-shard-<i>``): ``<i>``. The fencing policy's binding selects its params by it."""
+
 # Annotations on Jobs and their pod templates.
 SCHEDULED_TIME_ANNOTATION: Final = "sundial.dev/scheduled-time"
 """Nominal time of the run, RFC 3339 in UTC (``2026-12-24T17:00:00Z``)."""
@@ -32,7 +38,8 @@ ATTEMPT_ANNOTATION: Final = "sundial.dev/attempt"
 IDEMPOTENCY_KEY_ANNOTATION: Final = "sundial.dev/idempotency-key"
 """Stable per run across attempts and replicas."""
 FENCING_TOKEN_ANNOTATION: Final = "sundial.dev/fencing-token"
-"""``<shard>-<lease transitions>`` of the replica that created the Job."""
+"""``<shard>-<lease transitions>`` of the replica that created the Job (also on every Event the operator writes;
+in a ScheduledJob's status it is ``status.fencingToken``)."""
 
 # Token annotations on the ScheduledJob (DESIGN §5, the Flux ``requestedAt`` pattern).
 TRIGGER_ANNOTATION: Final = "sundial.dev/trigger"
@@ -69,6 +76,11 @@ HASH_LENGTH: Final = 5
 """Hex digits of SHA-256 appended to a shortened name."""
 
 _INVALID = re.compile(r"[^a-z0-9-]+")
+
+
+def token_shard(fencing_token: str) -> str:
+    """The shard part of a ``<shard>-<transitions>`` fencing token (the value of :data:`SHARD_LABEL`)."""
+    return fencing_token.split("-", 1)[0]
 
 
 def short_hash(text: str) -> str:

@@ -22,6 +22,7 @@ import kopf
 from aiohttp import web
 
 from sundial.kube import connections, leases, objects, ratelimits, requests
+from sundial.planner import names
 from sundial.runtime.acting import sender
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder
@@ -112,6 +113,7 @@ async def build(
         metrics=metrics,
         identity=settings.identity,
         series_interval=settings.events.series_interval,
+        on_fenced=lambda token: leadership.fenced(int(names.token_shard(token))),
     )
     store = Store()
     listing = InitialListing(store)
@@ -208,7 +210,11 @@ def _lease_api(settings: Settings, configuration: Any, metrics: Metrics) -> leas
         lease_requester = requests.Requester(
             bucket=ratelimits.TokenBucket(rate=max(10.0, 4 * shards), burst=20 + 4 * shards), observer=metrics
         )
-        return leases.KubeLeaseApi(api_client=connections.api_client(configuration), requester=lease_requester)
+        return leases.KubeLeaseApi(
+            api_client=connections.api_client(configuration),
+            requester=lease_requester,
+            labels={settings.leases.name(i): {names.SHARD_LEASE_LABEL: str(i)} for i in range(shards)},
+        )
 
     return leasethread.DeferredLeaseApi(factory)
 

@@ -102,7 +102,8 @@ def test_the_job_is_a_batch_v1_job_in_the_scheduled_jobs_namespace_even_if_the_t
 
 def test_labels_are_the_templates_plus_the_scheduledjob_label_on_job_and_pod() -> None:
     job = build()
-    assert job["metadata"]["labels"] == {"app": "report", names.SCHEDULED_JOB_LABEL: NAME}
+    # The Job (not its pods) also carries its fencing token's shard, for the server-side fencing policy.
+    assert job["metadata"]["labels"] == {"app": "report", names.SCHEDULED_JOB_LABEL: NAME, names.SHARD_LABEL: "3"}
     pod = job["spec"]["template"]["metadata"]
     assert pod["labels"] == {"app": "report", names.SCHEDULED_JOB_LABEL: NAME}
 

@@ -31,6 +31,15 @@ class EventResult(StrEnum):
     """An API write that failed (Events are best effort: never retried)."""
 
 
+class FencedKind(StrEnum):
+    """Values of the ``kind`` label of ``sundial_fenced_writes_total``: which write the fencing policy refused."""
+
+    JOB_CREATE = "job_create"
+    JOB_DELETE = "job_delete"
+    STATUS = "status"
+    EVENT = "event"
+
+
 class PassOutcome(StrEnum):
     """How one reconcile pass ended: the ``outcome`` label of ``sundial_reconciles_total``."""
 
@@ -118,6 +127,15 @@ class Metrics:
         )
         for result in EventResult:
             self.events.labels(result=result)
+        self.fenced_writes = Counter(
+            "sundial_fenced_writes",
+            "Writes the API server's fencing policy refused (403: the token is older than the shard Lease), by kind. "
+            "Each one made this replica stop acting on the shard until it holds the Lease again.",
+            ["kind"],
+            registry=r,
+        )
+        for kind in FencedKind:
+            self.fenced_writes.labels(kind=kind)
         self.api_requests = Counter(
             "sundial_api_requests", "Kubernetes API requests.", ["verb", "resource", "code"], registry=r
         )
