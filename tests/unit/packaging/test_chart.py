@@ -299,6 +299,8 @@ def test_namespaced_objects_land_in_the_release_namespace(rendered: Any) -> None
             "ClusterRole",
             "ClusterRoleBinding",
             "ValidatingWebhookConfiguration",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
         ):
             assert "namespace" not in m["metadata"]
         elif m["kind"] in ("Role", "RoleBinding") and not m["metadata"]["name"].endswith(SUPPORT_ROLES):

@@ -60,6 +60,9 @@ def test_default_holds_the_namespace_crd_rbac_and_operator(default: list[dict[st
             "ClusterRole",
             "ClusterRoleBinding",
             "ValidatingWebhookConfiguration",
+            # config/fencing (server-side fencing):
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
         ]
     )
 
