@@ -85,6 +85,8 @@ class _Listener:
     faults: Faults = field(default_factory=Faults)
     hold: frozenset[str] = frozenset()
     """Hold requests with these methods (never Lease requests) until :meth:`FaultProxy.release`."""
+    hold_path: str = ""
+    """...whose path contains this."""
     released: asyncio.Event | None = None
     held: int = 0
 
@@ -131,14 +133,17 @@ class FaultProxy:
     def clear_faults(self) -> None:
         self.set_faults(Faults())
 
-    def hold(self, name: str, *methods: str) -> None:
-        """Hold NAME's requests with these METHODS (Lease requests excepted) before forwarding them, until
-        :meth:`release`: a write the replica sent, still in flight at the API server's door."""
+    def hold(self, name: str, *methods: str, path: str = "") -> None:
+        """Hold NAME's requests with these METHODS whose path contains PATH (Lease requests excepted) before
+        forwarding them, until :meth:`release`: a write the replica sent, still in flight at the API server's
+        door."""
 
         def hold_() -> None:
             listener = self._listeners[name]
             listener.released = asyncio.Event()
             listener.hold = frozenset(methods)
+            listener.hold_path = path
+            listener.held = 0
 
         self._loop.call_soon_threadsafe(hold_)
 
@@ -219,7 +224,8 @@ class FaultProxy:
                 body = await reader.readuntil(b"0\r\n\r\n")
             watch = "watch=" in target and "watch=false" not in target
             listener = self._listeners[name]
-            if method in listener.hold and "/leases" not in target and listener.released is not None:
+            held = method in listener.hold and listener.hold_path in target and "/leases" not in target
+            if held and listener.released is not None:
                 listener.held += 1
                 await listener.released.wait()
             faults = listener.faults
