@@ -53,7 +53,7 @@ ENUMS: dict[type[StrEnum], set[str]] = {
     enums.CompleteReason: {"Succeeded", "DeadLettered", "Missed"},
     status.StatusCounter: {"runs", "succeeded", "failed", "retried", "missed", "skipped", "dead_lettered"},
     observed.FailureReason: {"Failed", "JobLost", "UnexpectedJob", "InvalidJobTemplate"},
-    actions.DeleteReason: {"HistoryLimit", "Replaced"},
+    actions.DeleteReason: {"HistoryLimit", "Replaced", "MaxRunAgeExceeded"},
     actions.EventType: {"Normal", "Warning"},
     actions.EventReason: {
         "SuccessfulCreate",

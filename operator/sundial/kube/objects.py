@@ -230,13 +230,13 @@ class ObjectsApi:
         return results.Created(body=body)
 
     async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
-        """Delete with a UID precondition (never a same-named successor), pods in the background.
+        """Delete with a UID precondition (never a same-named successor or a squatter), pods in the background.
 
-        An empty ``uid`` (a Job that was never observed) means *no* precondition: the API server would
-        compare an empty precondition UID with the Job's and answer 409 forever."""
-        options: dict[str, Any] = {"propagationPolicy": "Background"}
-        if uid:
-            options["preconditions"] = {"uid": uid}
+        Only observed Jobs are deleted: an empty ``uid`` is refused (``ValueError``), there is no delete by
+        name alone."""
+        if not uid:
+            raise ValueError(f"deleting Job {namespace}/{name} needs its UID (a delete precondition)")
+        options: dict[str, Any] = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
         try:
             await self._req.call(
                 verb="delete",

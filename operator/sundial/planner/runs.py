@@ -10,8 +10,17 @@ Outcomes of an attempt, by what the Job's observation says:
 * ``Deleted`` tombstone, or gone after it had been seen - ``JobLost``: a failed attempt (Event ``JobLost``).
 * Never seen - after ``Context.reissue_after`` the same (same-name, idempotent) CreateJob is issued again.
 * Owned by another UID - ``UnexpectedJob``: left alone, the attempt counts as failed so that the next
-  attempt gets a new name.
+  attempt gets a new name. (A create answered AlreadyExists by such a Job comes back from the runtime as a
+  synthetic failed attempt with reason ``UnexpectedJob``: never re-issued under the squatted name.)
+* ``Active`` (or never seen) for longer than ``spec.retry.maxRunAge`` (since its claim, or its nominal time if
+  later; not for redriven runs) - the run is dead-lettered ``MaxRunAgeExceeded`` and its Job, if observed,
+  deleted (UID precondition, reason ``MaxRunAgeExceeded``); a Job never observed is not deleted (never by
+  name alone).
 * ``Active`` - ``jobSeen`` is set (persisted with the next material status write only).
+
+A claimed attempt is always matched, and re-issued, under the Job name its claim recorded
+(``status.active[].job``), so a run claimed by an older version that named Jobs differently (5-digit name
+hashes) keeps its Job across an upgrade.
 """
 
 from __future__ import annotations
@@ -78,10 +87,14 @@ def resolve_active(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
                 _end_attempt(
                     draft, run, Failure(FailureReason.JOB_LOST, "the Job disappeared before finishing", draft.now)
                 )
+            elif _overdue(draft, run):
+                _end_overdue(draft, run, None)
             elif draft.now - run.claimed_at >= draft.context.reissue_after:
                 _reissue(draft, run)
         elif job.phase is JobPhase.SUCCEEDED:
             _succeed(draft, run, job)
+        elif job.phase is not JobPhase.FAILED and _overdue(draft, run):
+            _end_overdue(draft, run, job)
         elif job.phase is JobPhase.FAILED:
             failure = Failure(
                 job.failure_reason or FailureReason.FAILED, job.failure_message, job.finished_at or draft.now
@@ -89,6 +102,32 @@ def resolve_active(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
             _end_attempt(draft, run, failure)
         elif not run.job_seen:
             draft.active[draft.active.index(run)] = run.model_copy(update={"job_seen": True})
+
+
+def _overdue(draft: Draft, run: ActiveRun) -> bool:
+    """The attempt has been active for longer than ``maxRunAge`` (redriven runs have none), counted from its
+    claim or its nominal time, whichever is later: a run started late (catch-up) still gets its whole
+    ``maxRunAge``, and planning twice at one instant decides the same."""
+    age = draft.spec.retry.max_run_age
+    since = max(run.scheduled_time, run.claimed_at)
+    return run.trigger is not Trigger.REDRIVE and age is not None and draft.now - since > age
+
+
+def _end_overdue(draft: Draft, run: ActiveRun, job: ObservedJob | None) -> None:
+    """Dead-letter a run still active past ``maxRunAge``; delete its Job if it was observed (UID precondition)."""
+    age = draft.spec.retry.max_run_age
+    assert age is not None
+    draft.active.remove(run)
+    if job is not None and job.uid and job.owner_uid in (None, draft.uid):
+        draft.actions.append(DeleteJob(name=run.job, uid=job.uid, reason=DeleteReason.MAX_RUN_AGE))
+    state = "still running" if job is not None else "its Job never seen"
+    dead_letter(
+        draft,
+        run,
+        DeadLetterReason.MAX_RUN_AGE_EXCEEDED,
+        f"attempt {run.attempt} {state} after maxRunAge ({schedule.format_duration(age)})",
+        attempts=run.attempt,
+    )
 
 
 def _reissue(draft: Draft, run: ActiveRun) -> None:
@@ -317,6 +356,7 @@ def _create(draft: Draft, run: ActiveRun, *, reissue: bool) -> CreateJob:
         trigger=run.trigger,
         fencing_token=draft.context.fencing_token,
         manual=run.manual,
+        name=run.job,
     )
     return CreateJob(manifest=manifest, scheduled_time=run.scheduled_time, attempt=run.attempt, reissue=reissue)
 
@@ -324,15 +364,14 @@ def _create(draft: Draft, run: ActiveRun, *, reissue: bool) -> CreateJob:
 def replace_all(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
     """``concurrencyPolicy: Replace``: delete every active Job and cancel every pending retry.
 
-    Their runs end as ``RunRecord(Replaced)`` and are not retried. A Job that was never observed is
-    deleted by name with an empty ``uid`` (no precondition); Jobs owned by another object are not touched.
+    Their runs end as ``RunRecord(Replaced)`` and are not retried. Only observed Jobs are deleted, each with
+    a UID precondition: a Job never observed (its create may still be in flight) is not deleted by name, and
+    Jobs owned by another object are not touched.
     """
     replaced = 0
     for run in list(draft.active):
         job = jobs.get(run.job)
-        if job is None:
-            draft.actions.append(DeleteJob(name=run.job, uid="", reason=DeleteReason.REPLACED))
-        elif job.phase is not JobPhase.DELETED and job.owner_uid in (None, draft.uid):
+        if job is not None and job.uid and job.phase is not JobPhase.DELETED and job.owner_uid in (None, draft.uid):
             draft.actions.append(DeleteJob(name=run.job, uid=job.uid, reason=DeleteReason.REPLACED))
         draft.active.remove(run)
         draft.record(_record(run, RunResult.REPLACED, draft.now))

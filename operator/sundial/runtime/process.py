@@ -103,9 +103,8 @@ async def build(
     configuration = await connections.load_configuration(settings.api.kubeconfig)
     client = connections.api_client(configuration)
     metrics = Metrics()
-    requester = requests.Requester(
-        bucket=ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst), observer=metrics
-    )
+    bucket = ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst)
+    requester = requests.Requester(bucket=bucket, observer=metrics)
     api = objects.ObjectsApi(api_client=client, requester=requester)
     # Events too (--event-qps/--event-burst), sent in the background: they never delay a claim or a Job.
     recorder = EventRecorder(
@@ -115,8 +114,7 @@ async def build(
         series_interval=settings.events.series_interval,
         on_fenced=lambda token: leadership.fenced(int(names.token_shard(token))),
     )
-    store = Store()
-    listing = InitialListing(store)
+    listing = InitialListing(store := Store())
     in_flight = InFlight()
     lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
     lease_api = _lease_api(settings, configuration, metrics)

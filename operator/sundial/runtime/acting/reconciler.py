@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 from sundial import model
 from sundial.kube import errors, requests, results
 from sundial.planner import actions
-from sundial.planner.observed import ObservedJob
+from sundial.planner.observed import FailureReason, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.runtime import fencing
 from sundial.runtime.serving.metrics import FencedKind, Metrics, PassOutcome
@@ -189,7 +189,7 @@ class Reconciler:
                 self._count(obj.status, plan.status)
                 self._maybe_crash(plan)
             if await self._act(key, shard, obj, plan):
-                continue  # an invalid template was recorded: plan again so the run is dead-lettered
+                continue  # a failed attempt was recorded (invalid template, squatted name): plan again
             self._settle(key, plan.status)
             return (PassOutcome.CLAIMED if claimed else PassOutcome.UNCHANGED), plan.wake_at
         logger.warning("%s/%s: still contended after %d re-plans", key[0], key[1], MAX_REPLANS)
@@ -235,12 +235,15 @@ class Reconciler:
             requests.SEND_GUARD.reset(guard)
 
     async def _act(self, key: Key, shard: int, obj: model.ScheduledJob, plan: Plan) -> bool:
-        """Run the plan's actions in order. True: re-plan (a Job template was rejected as invalid)."""
+        """Run the plan's actions in order. True: re-plan (a Job template was rejected as invalid, or a
+        foreign Job holds the attempt's name)."""
         for action in plan.actions:
             match action:
                 case actions.CreateJob():
                     if await self._create(key, shard, obj, action):
                         return True
+                case actions.DeleteJob(uid=""):
+                    logger.warning("%s/%s: not deleting Job %s: never observed (no UID)", *key, action.name)
                 case actions.DeleteJob():
                     self._lead.check(shard)
                     deleted = await self._retrying(
@@ -284,14 +287,27 @@ class Reconciler:
                 self._store.put_job(body)
                 logger.info("adopted existing Job %s/%s", key[0], name)
             case results.Unexpected(owner_uid=owner):
+                # Somebody else's Job squats the attempt's name: left alone, the attempt ends as UnexpectedJob
+                # (a synthetic failed attempt, re-planned at once) and the run goes on under the next name.
                 self._event(
                     shard,
                     obj,
                     actions.EventType.WARNING,
                     actions.EventReason.UNEXPECTED_JOB,
                     f"Job {name} exists but is not controlled by this ScheduledJob "
-                    f"(controller uid {owner}); left alone",
+                    f"(controller uid {owner}); left alone, attempt {action.attempt} ends as UnexpectedJob",
                 )
+                self._metrics.unexpected_jobs.inc()
+                self._synthetic.setdefault(key, {})[name] = jobs.failed_attempt(
+                    action.manifest,
+                    reason=FailureReason.UNEXPECTED_JOB,
+                    message=f"a Job not controlled by this ScheduledJob (controller uid {owner}) has its name",
+                    scheduled_time=action.scheduled_time,
+                    attempt=action.attempt,
+                    owner_uid=obj.metadata.uid,
+                    now=self._clock(),
+                )
+                return True
             case results.Invalid(message=message):
                 logger.warning("Job %s/%s rejected as invalid: %s", key[0], name, message)
                 self._synthetic.setdefault(key, {})[name] = jobs.invalid(

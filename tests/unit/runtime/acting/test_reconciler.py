@@ -183,13 +183,29 @@ async def test_an_invalid_template_becomes_a_failed_attempt_and_is_replanned() -
     assert "restartPolicy" in failed.failure_message
 
 
-async def test_an_unexpected_job_is_reported_and_left_alone() -> None:
-    api, planner = FakeApi(), FakePlanner([plan(CREATE)])
+async def test_an_unexpected_job_is_left_alone_and_ends_the_attempt_as_unexpected_job() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(CREATE), plan()])
     api.create_results = [results.Unexpected(owner_uid="someone-else")]
     rec, store = reconciler(api, planner)
     await rec.reconcile(KEY)
-    assert api.calls == ["write@1", "create:nightly-1-1", "event:UnexpectedJob"]
+    # never deleted, never re-issued; the re-plan records the failed attempt
+    assert api.calls == ["write@1", "create:nightly-1-1", "event:UnexpectedJob", "write@11"]
     assert store.observed_jobs(KEY) == []
+    [(_, jobs, _)] = planner.seen[1:]  # planned again at once with a failed attempt under the squatted name
+    [failed] = jobs
+    assert (failed.name, failed.phase, failed.failure_reason) == ("nightly-1-1", JobPhase.FAILED, "UnexpectedJob")
+    assert failed.uid == ""  # so that history never deletes the squatter
+    assert rec._metrics.unexpected_jobs._value.get() == 1
+
+
+async def test_a_delete_without_a_uid_is_never_sent() -> None:
+    api, planner = (
+        FakeApi(),
+        FakePlanner([plan(actions.DeleteJob(name="j", uid="", reason=actions.DeleteReason.REPLACED))]),
+    )
+    rec, _ = reconciler(api, planner)
+    await rec.reconcile(KEY)
+    assert api.calls == ["write@1"]
 
 
 async def test_without_the_lease_nothing_is_written() -> None:
