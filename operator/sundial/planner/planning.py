@@ -341,6 +341,7 @@ def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
             candidates.append(max(now, retry.scheduled_time + age) + due.TICK)
     reissue = draft.context.reissue_after
     candidates += [run.claimed_at + reissue for run in draft.active if not run.job_seen]
+    candidates += runs.overdue_deadlines(draft)
     ttl = draft.spec.ttl_seconds_after_finished
     if draft.finished_at is not None and ttl is not None:
         deadline = draft.finished_at + timedelta(seconds=ttl)

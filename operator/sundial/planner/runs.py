@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sundial import schedule
 from sundial.model.enums import CompleteReason, DeadLetterReason, RunResult, Trigger
@@ -44,6 +44,9 @@ from sundial.planner import manifests
 from sundial.planner.actions import CreateJob, DeleteJob, DeleteReason, EventReason
 from sundial.planner.drafts import Draft
 from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
+
+#: How long after an attempt's ``maxRunAge`` deadline the planner wakes up (the age must be *exceeded*).
+OVERDUE_MARGIN = timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,18 @@ def _overdue(draft: Draft, run: ActiveRun) -> bool:
     age = draft.spec.retry.max_run_age
     since = max(run.scheduled_time, run.claimed_at)
     return run.trigger is not Trigger.REDRIVE and age is not None and draft.now - since > age
+
+
+def overdue_deadlines(draft: Draft) -> list[datetime]:
+    """When each active attempt passes its ``maxRunAge`` (the planner wakes up then, see :func:`_overdue`)."""
+    age = draft.spec.retry.max_run_age
+    if age is None:
+        return []
+    return [
+        max(run.scheduled_time, run.claimed_at) + age + OVERDUE_MARGIN
+        for run in draft.active
+        if run.trigger is not Trigger.REDRIVE
+    ]
 
 
 def _end_overdue(draft: Draft, run: ActiveRun, job: ObservedJob | None) -> None:
