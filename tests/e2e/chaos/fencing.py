@@ -25,12 +25,6 @@ REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "sundial"
 SERVICE_ACCOUNT = "sundial"
 POLICY_TEMPLATE = "templates/fencing-policy.yaml"
-#: A policy and binding with paramKind Lease that match nothing and are never deleted. kube-apiserver (up to
-#: at least 1.37.2) stops the shared informer of a built-in paramKind for good once no binding uses it, and a
-#: policy created later resolves its selector against that dead informer: no params, no fencing, until the
-#: API server restarts (kubernetes/kubernetes#130887, #133827; docs/fencing.md). One binding that outlives
-#: every test's own keeps the informer alive for the sandbox's lifetime.
-KEEPER = "sundial-e2e-keeps-lease-params"
 
 
 def helm() -> str | None:
@@ -83,7 +77,7 @@ class ServerFencing:
 
     def install(self, helm_binary: str) -> ServerFencing:
         kubectl = self.cluster.kubectl
-        keep_lease_params(self.cluster)
+        # tests/e2e/conftest.py keeps the API server's Lease params informer alive (keep_lease_params).
         kubectl("create", "serviceaccount", SERVICE_ACCOUNT, "-n", self.namespace)
         rules = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
         for where in {self.namespace, self.lease_namespace}:
@@ -162,38 +156,3 @@ class ServerFencing:
                 self.cluster.kubectl(
                     "delete", kind, f"{self.release}-operator", "-n", where, "--ignore-not-found", check=False
                 )
-
-
-def keep_lease_params(cluster: Any) -> None:
-    """Install :data:`KEEPER` unless it is there (see its comment)."""
-    if cluster.kubectl("get", "validatingadmissionpolicybinding", KEEPER, check=False).returncode == 0:
-        return
-    never = {"matchLabels": {"sundial.dev/e2e-never": "matched"}}
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": KEEPER},
-        "spec": {
-            "paramKind": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"},
-            "matchConstraints": {
-                "namespaceSelector": never,
-                "resourceRules": [
-                    {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"], "operations": ["CREATE"]}
-                ],
-            },
-            "validations": [{"expression": "true"}],
-        },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": KEEPER},
-        "spec": {
-            "policyName": KEEPER,
-            "validationActions": ["Deny"],
-            "paramRef": {"selector": never, "namespace": "default", "parameterNotFoundAction": "Allow"},
-        },
-    }
-    cluster.kubectl(
-        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [policy, binding]})
-    )
