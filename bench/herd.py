@@ -5,6 +5,10 @@ Contenders, in this order, each in its own namespaces (deleted before the next o
 ``sundial`` (the operator), ``cronjob-default`` (CronJobs under the controller manager's default client QPS
 20/burst 30), ``cronjob-raised`` (the controller manager restarted with Sundial's QPS/burst).
 Lag = the independent watcher's receive time of a Job's ADDED event - the Job's nominal time.
+
+With ``priority_share`` > 0 (``--set herd_priority_share=0.1``) that share of Sundial's objects (every
+k-th one, spread over the namespaces) has ``spec.priority: 100`` and the report adds ``priority``: the
+lag summaries and the time to the last Job of the high-priority share and of the rest (DESIGN §10.1).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from bench import env
 from bench.kube import Api, cj_path, credentials, cron_job, job_path, plain_job, scheduled_job, sj_path
 from bench.stats import summary
 
+HIGH_PRIORITY = 100
 PY_SPY = str(Path(sys.executable).parent / "py-spy")
 KCM_DEFAULT = ("--kube-api-qps=20", "--kube-api-burst=30")  # the controller manager's defaults, made explicit
 
@@ -79,10 +84,12 @@ class Herd:
         profile: bool = False,
         settle_writes: bool = False,
         name: str = "herd",
+        priority_share: float = 0.0,
     ) -> None:
         self.out, self.n, self.k = out, n, namespaces
         self.operator_args, self.kcm_raised, self.contenders = operator_args, kcm_raised, contenders
         self.profile, self.settle_writes, self.name = profile, settle_writes, name
+        self.priority_every = round(1 / priority_share) if priority_share > 0 else 0
         self.seconds_precision = not any(c.startswith("cronjob") for c in contenders)
 
     def run(self, cluster: env.BenchCluster | None = None) -> dict[str, Any]:
@@ -110,6 +117,10 @@ class Herd:
         finally:
             watch.close()
         return results
+
+    def _high(self, index: int) -> bool:
+        """Object ``index`` is one of the high-priority share."""
+        return bool(self.priority_every) and index % self.priority_every == 0
 
     async def _contender(
         self, cluster: env.BenchCluster, api: Api, watch: env.JobWatch, contender: str
@@ -146,9 +157,11 @@ class Herd:
             operator = env.start_operator(cluster.kubeconfig, self.out, *self.operator_args, identity="herd")
             self.operator = operator
             result["ready_seconds"] = round(operator.wait_ready(), 2)
-            result["create_seconds"] = round(
-                await api.create_many(((sj_path(ns), scheduled_job(name, cron)) for ns, name in names)), 2
+            bodies = (
+                (sj_path(ns), scheduled_job(name, cron, priority=HIGH_PRIORITY if self._high(i) else 0))
+                for i, (ns, name) in enumerate(names)
             )
+            result["create_seconds"] = round(await api.create_many(bodies), 2)
             deadline = time.monotonic() + 120
             while operator.metric("sundial_due_index_size") < self.n and time.monotonic() < deadline:
                 await asyncio.sleep(0.5)
@@ -212,10 +225,28 @@ class Herd:
         result["lags"] = [round(v, 3) for v in sorted(values)]
         result["time_to_last_job"] = round(max(values), 3) if values else None
         result["time_to_first_job"] = round(min(values), 3) if values else None
+        if contender == "sundial" and self.priority_every:
+            high = {name for i, (_, name) in enumerate(names) if self._high(i)}
+            result["priority"] = priority_split(mine, high, share=1 / self.priority_every)
         if contender.startswith("cronjob"):
             await _delete_all(api, namespaces, cj_path)
         result["cleanup_seconds"] = round(await api.delete_namespaces(namespaces), 1)
         return result
+
+
+def priority_split(records: list[dict[str, Any]], high: set[str], *, share: float) -> dict[str, Any]:
+    """Lags of the Jobs of the high-priority objects (by owner name) and of the rest."""
+    split: dict[str, list[float]] = {"high": [], "rest": []}
+    for r in records:
+        split["high" if r.get("owner") in high else "rest"].append(r["received"] - env.parse_rfc3339(r["nominal"]))
+    result: dict[str, Any] = {"share": share, "priority": HIGH_PRIORITY}
+    for part, values in split.items():
+        result[part] = {
+            "jobs": len(values),
+            "lag": summary(values),
+            "time_to_last_job": round(max(values), 3) if values else None,
+        }
+    return result
 
 
 async def _delete_all(api: Api, namespaces: list[str], path: Any) -> None:

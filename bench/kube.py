@@ -210,8 +210,8 @@ def job_spec(*, duration: str | None = None) -> dict[str, Any]:
     }
 
 
-def scheduled_job(name: str, schedule: str, contender: str = "sundial") -> dict[str, Any]:
-    return {
+def scheduled_job(name: str, schedule: str, contender: str = "sundial", *, priority: int = 0) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "apiVersion": names.API_VERSION,
         "kind": "ScheduledJob",
         "metadata": {"name": name, "labels": {CONTENDER_LABEL: contender}},
@@ -221,6 +221,9 @@ def scheduled_job(name: str, schedule: str, contender: str = "sundial") -> dict[
             "jobTemplate": {"metadata": {"labels": {CONTENDER_LABEL: contender}}, "spec": job_spec()},
         },
     }
+    if priority:
+        body["spec"]["priority"] = priority
+    return body
 
 
 def cron_job(name: str, schedule: str, contender: str = "cronjob") -> dict[str, Any]:

@@ -118,6 +118,16 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
              "setup slack (s)", "load at nominal", "CPU s during the herd"],
             rows,
         )  # fmt: skip
+        split = herd["contenders"].get("sundial", {}).get("priority")
+        if split:
+            lines += [
+                f"Priority: {split['share']:.0%} of Sundial's objects had spec.priority {split['priority']}.", "",
+            ]  # fmt: skip
+            lines += _table(
+                ["objects", "Jobs", "p50 (s)", "p99 (s)", "last (s)"],
+                [[part, split[part]["jobs"], split[part]["lag"].get("p50"), split[part]["lag"].get("p99"),
+                  split[part]["time_to_last_job"]] for part in ("high", "rest")],
+            )  # fmt: skip
     steady = scen.get("steady", {})
     if steady.get("contenders"):
         lines += [f"## steady: {steady['m']} objects every minute for {steady['minutes']} min", ""]

@@ -18,17 +18,17 @@ SIZES: dict[str, dict[str, Any]] = {
     "smoke": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 100, "herd_namespaces": 4, "steady_m": 50, "steady_minutes": 1, "scale_n": 500,
-        "cost_n": 100, "failover_objects": 5, "idle_seconds": 10,
+        "cost_n": 100, "failover_objects": 5, "idle_seconds": 10, "herd_priority_share": 0.0,
     },
     "small": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 300, "herd_namespaces": 10, "steady_m": 100, "steady_minutes": 2, "scale_n": 2000,
-        "cost_n": 200, "failover_objects": 10, "idle_seconds": 20,
+        "cost_n": 200, "failover_objects": 10, "idle_seconds": 20, "herd_priority_share": 0.0,
     },
     "full": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 2000, "herd_namespaces": 20, "steady_m": 1000, "steady_minutes": 10, "scale_n": 50000,
-        "cost_n": 500, "failover_objects": 20, "idle_seconds": 60,
+        "cost_n": 500, "failover_objects": 20, "idle_seconds": 60, "herd_priority_share": 0.0,
     },
 }  # fmt: skip
 
@@ -57,6 +57,7 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             kcm_raised=kcm_raised(params["sundial_qps"], params["sundial_burst"]),
             contenders=contenders,
             profile=profile,
+            priority_share=float(params.get("herd_priority_share", 0.0)),
         ).run()
     if name == "cost":
         result = Herd(

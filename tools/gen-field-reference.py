@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Write docs/reference.md, the ScheduledJob field reference, from the CRD and the operator's own vocabulary.
+"""Write docs/reference.md, the ScheduledJob field reference, from the CRDs and the operator's own vocabulary.
 
-Fields: the single source is crds/sundial.dev_scheduledjobs.yaml: every field's description, type, default,
+Fields: the single sources are crds/sundial.dev_scheduledjobs.yaml and crds/sundial.dev_schedulecalendars.yaml:
+every field's description, type, default,
 limits and CEL rules come from its OpenAPI schema, so the reference cannot drift from what the API server
 enforces. Labels, annotations, environment variables, condition types and reasons, dead-letter reasons and
 Event reasons: the constants and enums of sundial.planner.names, sundial.model.enums and
@@ -34,6 +35,7 @@ from sundial.model import enums  # noqa: E402
 from sundial.planner import actions, names  # noqa: E402
 
 CRD = ROOT / "crds" / "sundial.dev_scheduledjobs.yaml"
+CALENDAR_CRD = ROOT / "crds" / "sundial.dev_schedulecalendars.yaml"
 OUTPUT = ROOT / "docs" / "reference.md"
 #: Subtrees documented by reference, not field by field (the embedded Kubernetes type).
 OPAQUE = {"spec.jobTemplate": "a `batch/v1` JobTemplateSpec: see the Kubernetes API reference for Job"}
@@ -136,6 +138,7 @@ def vocabulary() -> list[str]:
         (names.SCHEDULED_JOB_LABEL, "label", on_jobs, "SCHEDULED_JOB_LABEL"),
         *((key, "annotation", on_jobs, name) for name, key in vars(names).items() if key in names.JOB_ANNOTATIONS),
         (names.REDRIVE_ANNOTATION, "annotation", "ScheduledJob", "REDRIVE_ANNOTATION"),
+        (names.BACKFILL_ANNOTATION, "annotation", "ScheduledJob", "BACKFILL_ANNOTATION"),
         *((value, "environment variable", "every container of a run", name)
           for name, value in vars(names).items() if name.endswith("_ENV")),
     ]  # fmt: skip
@@ -207,12 +210,29 @@ def render() -> str:
         + ". The user guide ([guide.md](guide.md)) explains the concepts with examples.",
         "",
     ]
+    lines += _versions(crd, heading="##", parts=("spec", "status"))
+    calendar = yaml.safe_load(CALENDAR_CRD.read_text())
+    lines += [
+        f"## {calendar['spec']['names']['kind']}",
+        "",
+        f"`{calendar['spec']['names']['kind']}` (`{calendar['spec']['group']}`, namespaced), short names "
+        + ", ".join(f"`{s}`" for s in calendar["spec"]["names"].get("shortNames", []))
+        + ": named in a ScheduledJob's `spec.calendarRefs`.",
+        "",
+        *_versions(calendar, heading="###", parts=("spec",)),
+    ]
+    lines += vocabulary()
+    return "\n".join(lines)
+
+
+def _versions(crd: dict[str, Any], *, heading: str, parts: tuple[str, ...]) -> list[str]:
+    lines: list[str] = []
     for version in crd["spec"]["versions"]:
         schema = version["schema"]["openAPIV3Schema"]
-        lines += [f"## {crd['spec']['group']}/{version['name']}", "", _cell(schema.get("description", "")), ""]
-        for part in ("spec", "status"):
+        lines += [f"{heading} {crd['spec']['group']}/{version['name']}", "", _cell(schema.get("description", "")), ""]
+        for part in parts:
             node = schema["properties"][part]
-            lines += [f"### {part}", ""]
+            lines += [f"{heading}# {part}", ""]
             if node.get("description"):
                 lines += [_cell(node["description"]), ""]
             rules = [r.get("message") or r["rule"] for r in node.get("x-kubernetes-validations") or []]
@@ -224,8 +244,7 @@ def render() -> str:
                 *rows(node, part, set(node.get("required") or [])),
                 "",
             ]
-    lines += vocabulary()
-    return "\n".join(lines)
+    return lines
 
 
 def main() -> int:

@@ -165,8 +165,9 @@ def names_field(message: str, field: str) -> bool:
 
 def test_the_valid_samples_are_accepted_in_the_same_call(dry_run: DryRun) -> None:
     for sample in SAMPLES:
-        name = yaml.safe_load(sample.read_text(encoding="utf-8"))["metadata"]["name"]
-        assert f"scheduledjob.sundial.dev/{name} serverside-applied (server dry run)" in dry_run.stdout, (
+        document = yaml.safe_load(sample.read_text(encoding="utf-8"))
+        name, kind = document["metadata"]["name"], str(document["kind"]).lower()  # ScheduledJob, ScheduleCalendar
+        assert f"{kind}.sundial.dev/{name} serverside-applied (server dry run)" in dry_run.stdout, (
             f"control sample {sample.name} was not accepted:\n{dry_run.stderr}"
         )
 

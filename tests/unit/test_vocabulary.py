@@ -10,7 +10,7 @@ from enum import StrEnum
 
 import pytest
 
-from sundial.model import enums, resource, status
+from sundial.model import calendars, enums, resource, status
 from sundial.planner import actions, names, observed
 from sundial.runtime.serving import metrics
 
@@ -24,6 +24,7 @@ KEYS = {
     names.SHARD_LEASE_LABEL: "sundial.dev/shard-lease",
     names.TRIGGER_ANNOTATION: "sundial.dev/trigger",
     names.REDRIVE_ANNOTATION: "sundial.dev/redrive",
+    names.BACKFILL_ANNOTATION: "sundial.dev/backfill",
     names.SCHEDULED_TIME_ENV: "SUNDIAL_SCHEDULED_TIME",
     names.ATTEMPT_ENV: "SUNDIAL_ATTEMPT",
     names.IDEMPOTENCY_KEY_ENV: "SUNDIAL_IDEMPOTENCY_KEY",
@@ -33,8 +34,9 @@ KEYS = {
 }
 
 ENUMS: dict[type[StrEnum], set[str]] = {
-    enums.Trigger: {"schedule", "catch-up", "retry", "manual", "redrive"},
-    enums.RunResult: {"Succeeded", "DeadLettered", "Replaced"},
+    enums.Trigger: {"schedule", "catch-up", "retry", "manual", "redrive", "backfill"},
+    enums.ConcurrencyPolicy: {"Allow", "Forbid", "Replace", "BufferOne", "BufferAll"},
+    enums.RunResult: {"Succeeded", "DeadLettered", "Replaced", "Excluded"},
     enums.DeadLetterReason: {"MaxAttemptsExceeded", "MaxRunAgeExceeded", "InvalidJobTemplate"},
     enums.ConditionType: {"Ready", "Suspended", "DeadLettered", "Complete"},
     enums.ConditionStatus: {"True", "False", "Unknown"},
@@ -49,9 +51,14 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "Pending",
         "InvalidSchedule",
         "InvalidSpec",
+        "CalendarNotFound",
+        "InvalidCalendar",
     },
     enums.CompleteReason: {"Succeeded", "DeadLettered", "Missed"},
-    status.StatusCounter: {"runs", "succeeded", "failed", "retried", "missed", "skipped", "dead_lettered"},
+    status.StatusCounter: {
+        *("runs", "succeeded", "failed", "retried", "missed", "skipped", "dead_lettered"),
+        *("excluded", "buffered"),
+    },
     observed.FailureReason: {"Failed", "JobLost", "UnexpectedJob", "InvalidJobTemplate"},
     actions.DeleteReason: {"HistoryLimit", "Replaced", "MaxRunAgeExceeded"},
     actions.EventType: {"Normal", "Warning"},
@@ -72,6 +79,14 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "Triggered",
         "Redriven",
         "Completed",
+        "RunExcluded",
+        "CalendarNotFound",
+        "InvalidCalendar",
+        "RunBuffered",
+        "BackfillStarted",
+        "BackfillCompleted",
+        "BackfillRefused",
+        "InvalidBackfill",
     },
     metrics.EventResult: {"created", "patched", "aggregated", "dropped", "failed"},
     metrics.FencedKind: {"job_create", "job_delete", "status", "event"},
@@ -120,3 +135,18 @@ def test_a_long_name_gets_a_short_hashed_label_value_and_the_selector_uses_it() 
     assert len(value) <= names.MAX_LABEL_LENGTH and value != name
     assert names.job_selector(name) == f"sundial.dev/scheduledjob={value}"
     assert names.job_selector("nightly") == "sundial.dev/scheduledjob=nightly"
+
+
+def test_the_calendar_kind_and_plural_keep_their_wire_values() -> None:
+    assert (calendars.CALENDAR_KIND, calendars.CALENDAR_PLURAL) == ("ScheduleCalendar", "schedulecalendars")
+
+
+def test_calendar_condition_reasons_are_also_event_reasons() -> None:
+    # A missing or invalid calendar emits a Warning Event named after the Ready=False condition's reason.
+    for reason in (enums.ConditionReason.CALENDAR_NOT_FOUND, enums.ConditionReason.INVALID_CALENDAR):
+        assert actions.EventReason(reason) == reason
+
+
+def test_excluded_runs_have_their_metric() -> None:
+    registry = metrics.Metrics().registry
+    assert registry.get_sample_value("sundial_runs_excluded_total") == 0.0

@@ -62,6 +62,10 @@ app.kubernetes.io/component: operator
 - apiGroups: [sundial.dev]
   resources: [scheduledjobs/status]
   verbs: [get, update, patch]
+# Watch ScheduleCalendars (spec.calendarRefs); read only.
+- apiGroups: [sundial.dev]
+  resources: [schedulecalendars]
+  verbs: [get, list, watch]
 # One Job per attempt; concurrencyPolicy Replace and the history limits delete Jobs.
 - apiGroups: [batch]
   resources: [jobs]

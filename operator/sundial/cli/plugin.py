@@ -27,8 +27,8 @@ Clock = Callable[[], datetime]
 DESCRIPTION = """\
 Trigger, redrive, suspend, resume, inspect and preview Sundial ScheduledJobs.
 
-Manual actions set a token annotation (sundial.dev/trigger, sundial.dev/redrive) that the operator
-acts on once; the spec stays as it is in Git. kubectl's global flags (--context, -n, --kubeconfig,
+Manual actions set a token annotation (sundial.dev/trigger, sundial.dev/redrive, sundial.dev/backfill)
+that the operator acts on once; the spec stays as it is in Git. kubectl's global flags (--context, -n, --kubeconfig,
 --as, ...) are accepted anywhere on the line and passed to every kubectl call."""
 
 EXAMPLES = """\
@@ -39,6 +39,7 @@ examples:
   kubectl sundial trigger nightly-report --wait
   kubectl sundial create job report-rerun --from=scheduledjob/nightly-report
   kubectl sundial redrive nightly-report --wait
+  kubectl sundial backfill nightly-report --from 2026-12-01T00:00:00Z --to 2026-12-07T00:00:00Z --wait
   source <(kubectl sundial completion bash)"""
 
 
@@ -239,6 +240,19 @@ def _add_writing_commands(add: _Add) -> None:
         sub.add_argument("--wait", action="store_true", help="wait until the operator handled the request")
         sub.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default: 60)")
         output(sub, "json", "yaml", "name")
+
+    backfill = add(
+        "backfill",
+        "plugin_backfills:cmd_backfill",
+        "run every nominal time in a range that has no run yet (annotation sundial.dev/backfill)",
+    )
+    backfill.add_argument("name", metavar="NAME")
+    backfill.add_argument("--from", dest="start", required=True, metavar="TIME", help="RFC 3339 time, or now")
+    backfill.add_argument("--to", dest="end", required=True, metavar="TIME", help="RFC 3339 time, or now")
+    backfill.add_argument("--max-runs", type=int, default=100, help="at most this many runs (default: 100)")
+    backfill.add_argument("--wait", action="store_true", help="wait until every time of the range was handled")
+    backfill.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default: 600)")
+    output(backfill, "json", "yaml", "name")
 
     create = add("create", "plugin_commands:cmd_create_job", "create a resource from a ScheduledJob (only: job)")
     create.add_argument("kind", choices=("job",), metavar="job")

@@ -27,16 +27,27 @@ if TYPE_CHECKING:
 
 FROM_PREFIXES = ("scheduledjob/", "scheduledjobs/", "sj/", "scheduledjob.sundial.dev/", "scheduledjobs.sundial.dev/")
 POLL_SECONDS = 0.5
+MAX_EXCLUDED_IN_A_ROW = 10_000
+"""A preview stops after this many excluded times in a row (an exclusion of everything)."""
 
 
 def next_times(obj: ScheduledJob, *, after: datetime, count: int) -> list[datetime]:
-    """The next ``count`` nominal times of a ScheduledJob, exactly as the operator computes them."""
+    """The next ``count`` nominal times of a ScheduledJob that run, exactly as the operator computes them
+    (without the exclusions of its ScheduleCalendars: only ``spec.exclude`` is applied)."""
     spec = obj.spec
     if spec is None:
         return []
     when = spec.when(uid=obj.metadata.uid, created=obj.metadata.creation_timestamp or after)
+    exclusion = spec.exclusion(uid=obj.metadata.uid) if spec.exclude else None
     result: list[datetime] = []
+    skipped = 0
     for instant in when.iter_after(after):
+        if exclusion is not None and exclusion.excludes(instant):
+            skipped += 1
+            if skipped > MAX_EXCLUDED_IN_A_ROW:
+                break
+            continue
+        skipped = 0
         result.append(instant)
         if len(result) >= count:
             break
@@ -99,6 +110,8 @@ def describe(body: Mapping[str, Any], *, now: datetime, count: int) -> str:
         ("Pending retries", "pendingRetries", ("scheduledTime", "attempt", "notBefore", "lastFailure")),
         ("Recent runs", "recentRuns", ("scheduledTime", "attempts", "result", "job", "finishedAt")),
         ("Dead letters", "deadLetters", ("scheduledTime", "attempts", "reason", "lastJob", "message")),
+        ("Buffered", "buffered", ("scheduledTime", "trigger", "bufferedAt")),
+        ("Backfills", "backfills", ("token", "from", "to", "nextTime", "started", "alreadyRun", "done")),
     ):
         entries = status.get(key) or []
         lines.append(f"{title}: {len(entries) or 'none'}")
@@ -199,7 +212,7 @@ def cmd_preview(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     return 0
 
 
-def _token(now: datetime) -> str:
+def request_token(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -235,7 +248,7 @@ def _manual_job_names(kubectl: Kubectl, name: str) -> set[str]:
     }
 
 
-def _annotate(kubectl: Kubectl, name: str, key: str, token: str) -> dict[str, Any]:
+def annotate(kubectl: Kubectl, name: str, key: str, token: str) -> dict[str, Any]:
     body: dict[str, Any] = json.loads(
         kubectl.run("annotate", RESOURCE, name, f"{key}={token}", "--overwrite", "-o", "json")
     )
@@ -259,7 +272,7 @@ def request_run(kubectl: Kubectl, name: str, token: str, *, timeout: float) -> d
     """Request one manual run with ``token`` and wait for its Job; returns the Job."""
     before = _manual_job_names(kubectl, name)
     started = time.monotonic()
-    _annotate(kubectl, name, names.TRIGGER_ANNOTATION, token)
+    annotate(kubectl, name, names.TRIGGER_ANNOTATION, token)
     handled = _handled(kubectl, name, "lastHandledTrigger", token, timeout)
     skipped = ((handled.get("status") or {}).get("counters") or {}).get("skipped", 0)
     created: list[str] = []
@@ -281,10 +294,10 @@ def _print_result(output: str | None, body: Mapping[str, Any], *, resource: str,
 
 
 def cmd_trigger(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
-    token = _token(now())
+    token = request_token(now())
     requested = f"scheduledjob/{args.name}: run requested (token {token})"
     if not args.wait:
-        body = _annotate(kubectl, args.name, names.TRIGGER_ANNOTATION, token)
+        body = annotate(kubectl, args.name, names.TRIGGER_ANNOTATION, token)
         _print_result(args.output, body, resource=outputs.SCHEDULED_JOB, default=requested)
         return 0
     job = request_run(kubectl, args.name, token, timeout=args.timeout)
@@ -310,8 +323,8 @@ def cmd_create_job(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> in
 
 def cmd_redrive(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     letters = (kubectl.get(args.name).get("status") or {}).get("deadLetters") or []
-    token = _token(now())
-    body = _annotate(kubectl, args.name, names.REDRIVE_ANNOTATION, token)
+    token = request_token(now())
+    body = annotate(kubectl, args.name, names.REDRIVE_ANNOTATION, token)
     if args.wait:
         body = _handled(kubectl, args.name, "lastHandledRedrive", token, args.timeout)
     requested = f"scheduledjob/{args.name}: redrive of {len(letters)} dead letter(s) requested (token {token})"

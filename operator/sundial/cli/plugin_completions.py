@@ -15,7 +15,9 @@ from collections.abc import Callable, Sequence
 from sundial.cli.plugin import GLOBAL_FLAGS, RESOURCE, Clock, GlobalOptions, Kubectl, PluginError, split_global_flags
 
 NO_FILE_COMPLETION = ":4"
-NAMED_COMMANDS = frozenset({"get", "list", "describe", "preview", "trigger", "redrive", "suspend", "resume"})
+NAMED_COMMANDS = frozenset(
+    {"get", "list", "describe", "preview", "trigger", "redrive", "backfill", "suspend", "resume"}
+)
 FROM_PREFIX = "scheduledjob/"
 _JSONPATH_NAMES = "jsonpath={.items[*].metadata.name}"
 

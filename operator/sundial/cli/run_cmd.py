@@ -69,6 +69,11 @@ def register(subparsers: Any) -> None:
     add("--max-concurrency", type=int, default=_DISPATCH.max_concurrency, help="objects reconciled at once")
     add("--metrics-port", type=int, default=_PROBES.metrics_port, help="Prometheus /metrics port (0: off)")
     add("--health-port", type=int, default=_PROBES.health_port, help="/healthz and /readyz port (0: off)")
+    add(
+        "--metrics-auth",
+        action="store_true",
+        help="serve /metrics only to bearer tokens allowed to get /metrics (TokenReview + SubjectAccessReview)",
+    )
     add("--webhook-port", type=int, default=_WEBHOOK.port, help="admission webhook HTTPS port (0: off)")
     add("--webhook-addr", default=_WEBHOOK.addr, help="admission webhook listen address")
     add("--webhook-host", default=_WEBHOOK.host, help="host/IP the API server reaches the webhook at")
@@ -76,6 +81,13 @@ def register(subparsers: Any) -> None:
     add("--webhook-key-file", type=Path, default=None, help="webhook serving key (PEM)")
     add("--webhook-ca-dump", type=Path, default=None, help="write the webhook's CA bundle to this file")
     add("--webhook-managed", default="", metavar="NAME", help="let kopf manage this ValidatingWebhookConfiguration")
+    add(
+        "--max-job-template-bytes",
+        type=int,
+        default=_WEBHOOK.max_job_template_bytes,
+        metavar="BYTES",
+        help="the webhook refuses a larger spec.jobTemplate (bytes of JSON; 0: no limit)",
+    )
     add("--log-format", choices=[f.value for f in LogFormat], default=LogFormat.TEXT.value)
     add("--log-level", default=_LOGGING.level)
     add(
@@ -192,9 +204,12 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             key_file=args.webhook_key_file,
             ca_dump=args.webhook_ca_dump,
             managed=args.webhook_managed,
+            max_job_template_bytes=args.max_job_template_bytes,
         ),
         dispatch=groups.DispatchSettings(max_concurrency=args.max_concurrency),
-        probes=groups.ProbeSettings(metrics_port=args.metrics_port, health_port=args.health_port),
+        probes=groups.ProbeSettings(
+            metrics_port=args.metrics_port, health_port=args.health_port, metrics_auth=args.metrics_auth
+        ),
         logging=groups.LoggingSettings(format=LogFormat(args.log_format), level=args.log_level),
         test_crash_after_claim=_crash_after_claim(env),
     )

@@ -81,6 +81,26 @@ class ObjectsApi:
         async for page in self._pages(model.resource.PLURAL, request):
             yield page
 
+    async def schedule_calendar_pages(
+        self, *, namespace: str | None, limit: int
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        """All ScheduleCalendars (in one namespace, or everywhere), ``limit`` per LIST request. None when their CRD
+        is not installed (404): an operator upgraded before its CRDs still starts."""
+        plural = model.calendars.CALENDAR_PLURAL
+
+        def request(token: str | None) -> Any:
+            paging = {"limit": limit, "_continue": token, "_request_timeout": 60, "_preload_content": False}
+            if namespace is None:
+                return self._custom.list_cluster_custom_object(*_SJ, plural, **paging)
+            return self._custom.list_namespaced_custom_object(*_SJ, namespace, plural, **paging)
+
+        try:
+            async for page in self._pages(plural, request):
+                yield page
+        except errors.KubeError as error:
+            if error.code != 404:
+                raise
+
     async def _pages(
         self, resource: str, request: Callable[[str | None], Awaitable[Any]]
     ) -> AsyncIterator[list[dict[str, Any]]]:

@@ -26,6 +26,8 @@ from sundial.model.spec import (
 )
 from sundial.model.status import (
     ActiveRun,
+    BackfillProgress,
+    BufferedRun,
     Condition,
     Counters,
     DeadLetter,
@@ -37,7 +39,9 @@ from sundial.model.status import (
 
 __all__ = [
     "ActiveRun",
+    "BackfillProgress",
     "Backoff",
+    "BufferedRun",
     "CatchUp",
     "CompleteReason",
     "ConcurrencyPolicy",

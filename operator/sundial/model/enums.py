@@ -14,6 +14,11 @@ class ConcurrencyPolicy(StrEnum):
     """Skip the new run (counted as skipped, Event ``RunSkipped``)."""
     REPLACE = "Replace"
     """Delete the active Jobs first; their runs end as ``Replaced`` and are not retried."""
+    BUFFER_ONE = "BufferOne"
+    """Keep the new run waiting (``status.buffered``) and start it when no run is active or waiting for a
+    retry; at most one waits, later ones are skipped (Temporal ``BUFFER_ONE``)."""
+    BUFFER_ALL = "BufferAll"
+    """Like ``BufferOne``, but every new run waits, oldest first (up to ``MAX_BUFFERED``; beyond, skipped)."""
 
 
 class Trigger(StrEnum):
@@ -29,6 +34,9 @@ class Trigger(StrEnum):
     """The first attempt of a run requested with the ``sundial.dev/trigger`` annotation."""
     REDRIVE = "redrive"
     """The first new attempt of a dead-lettered run after a ``sundial.dev/redrive`` request."""
+    BACKFILL = "backfill"
+    """The first attempt of a run requested by a ``sundial.dev/backfill`` range (same name and key as its
+    scheduled run)."""
 
 
 class RunResult(StrEnum):
@@ -37,6 +45,8 @@ class RunResult(StrEnum):
     SUCCEEDED = "Succeeded"
     DEAD_LETTERED = "DeadLettered"
     REPLACED = "Replaced"
+    EXCLUDED = "Excluded"
+    """Never run: the nominal time is excluded (``spec.exclude`` or a ScheduleCalendar); 0 attempts."""
 
 
 class DeadLetterReason(StrEnum):
@@ -55,7 +65,8 @@ class ConditionType(StrEnum):
     """The ``metav1.Condition`` types a ScheduledJob carries."""
 
     READY = "Ready"
-    """The summary: False only for an invalid spec (reason ``InvalidSpec`` or ``InvalidSchedule``)."""
+    """The summary: False for an invalid spec (reason ``InvalidSpec`` or ``InvalidSchedule``) or a missing or
+    invalid ScheduleCalendar (``CalendarNotFound``, ``InvalidCalendar``)."""
     SUSPENDED = "Suspended"
     """True while ``spec.suspend`` is set or the dead-letter circuit is open."""
     DEAD_LETTERED = "DeadLettered"
@@ -95,6 +106,12 @@ class ConditionReason(StrEnum):
     """``Ready=False``: ``spec.schedule``, ``spec.timeZone`` or ``spec.daylightSaving`` is invalid."""
     INVALID_SPEC = "InvalidSpec"
     """``Ready=False``: another part of the spec is invalid (the message names the field)."""
+    CALENDAR_NOT_FOUND = "CalendarNotFound"
+    """``Ready=False``: a ScheduleCalendar named in ``spec.calendarRefs`` does not exist (the message names it);
+    nothing fires until it does."""
+    INVALID_CALENDAR = "InvalidCalendar"
+    """``Ready=False``: a ScheduleCalendar named in ``spec.calendarRefs`` is invalid; nothing fires until it is
+    fixed."""
 
 
 class CompleteReason(StrEnum):

@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from sundial import schedule
 from sundial.model.base import SpecModel
+from sundial.model.calendars import (
+    MAX_CALENDAR_REFS,
+    MAX_EXCLUDE_ENTRIES,
+    CalendarName,
+    ExcludeEntry,
+    ScheduleCalendarSpec,
+    exclusion_of,
+)
 from sundial.model.enums import ConcurrencyPolicy
 from sundial.model.types import Duration, Timestamp
-from sundial.schedule import Timetable, When
+from sundial.schedule import Exclusion, Timetable, When
 
 #: Longest accepted cron expression, time zone name and similar strings (mirrors the CRD's maxLength).
 MAX_SCHEDULE_LENGTH = 256
 MAX_TIME_ZONE_LENGTH = 64
+#: Most entries of ``spec.schedules``.
+MAX_SCHEDULES = 32
+
+ScheduleText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SCHEDULE_LENGTH)]
+#: Bounds of ``spec.priority`` (mirrors the CRD's minimum and maximum).
+MIN_PRIORITY = -100
+MAX_PRIORITY = 100
 
 # Integers, numbers and booleans are ``strict=True``: the API server refuses "3" for an integer and "yes" for a
 # boolean, so the webhook and the runtime must not quietly coerce them (pydantic's lax mode would accept both).
@@ -87,9 +103,17 @@ class JobTemplate(SpecModel):
 
 
 class ScheduledJobSpec(SpecModel):
-    """What a ScheduledJob means. Exactly one of schedule or runAt; neither means once, as soon as possible."""
+    """What a ScheduledJob means. At most one of schedule, schedules or runAt; none means once, as soon as
+    possible."""
 
     schedule: str | None = Field(default=None, min_length=1, max_length=MAX_SCHEDULE_LENGTH)
+    schedules: tuple[ScheduleText, ...] | None = Field(default=None, min_length=1, max_length=MAX_SCHEDULES)
+    """Several cron expressions: the nominal times are their union (a time two entries produce is one run)."""
+    exclude: tuple[ExcludeEntry, ...] = Field(default=(), max_length=MAX_EXCLUDE_ENTRIES)
+    """Times on which no run is made (counted ``excluded``, never run, never missed); cron objects only."""
+    calendar_refs: tuple[CalendarName, ...] = Field(default=(), max_length=MAX_CALENDAR_REFS)
+    """Names of ScheduleCalendars in the object's namespace whose excluded times apply too; cron objects only.
+    While one of them does not exist the object is ``Ready=False`` (``CalendarNotFound``) and fires nothing."""
     time_zone: str = Field(default="UTC", min_length=1, max_length=MAX_TIME_ZONE_LENGTH)
     run_at: Timestamp | None = None
     start_time: Timestamp | None = None
@@ -99,6 +123,8 @@ class ScheduledJobSpec(SpecModel):
     jitter: Duration = timedelta(0)
     catch_up: CatchUp = CatchUp()
     concurrency_policy: ConcurrencyPolicy = ConcurrencyPolicy.ALLOW
+    priority: int = Field(default=0, ge=MIN_PRIORITY, le=MAX_PRIORITY, strict=True)
+    """Under contention higher priority is dispatched first; waiting raises it (ageing), so nothing starves."""
     retry: Retry = Retry()
     dead_letter: DeadLetterSpec = DeadLetterSpec()
     successful_jobs_history_limit: int = Field(default=3, ge=0, le=100, strict=True)
@@ -117,15 +143,22 @@ class ScheduledJobSpec(SpecModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ScheduledJobSpec:
-        if self.schedule is not None and self.run_at is not None:
-            raise ValueError("runAt: schedule and runAt are mutually exclusive: set at most one")
-        if self.schedule is not None:
+        if self.schedule is not None and self.schedules is not None:
+            raise ValueError("schedules: schedule and schedules are mutually exclusive: set at most one")
+        if not self.is_one_off and self.run_at is not None:
+            which = "schedule" if self.schedule is not None else "schedules"
+            raise ValueError(f"runAt: {which} and runAt are mutually exclusive: set at most one")
+        if not self.is_one_off:
             try:
-                self.timetable(uid="")
+                self.timetables(uid="")
+                self.exclusion(uid="")
             except schedule.ScheduleError as error:
                 raise ValueError(f"{error.field}: {error.message}") from None
             if self.ttl_seconds_after_finished is not None:
                 raise ValueError("ttlSecondsAfterFinished: applies only to one-off objects (runAt or neither)")
+        elif self.exclude or self.calendar_refs:
+            which = "exclude" if self.exclude else "calendarRefs"
+            raise ValueError(f"{which}: applies only to cron objects (schedule or schedules)")
         if self.start_time is not None and self.end_time is not None and self.end_time <= self.start_time:
             raise ValueError("endTime: must be after startTime")
         if self.retry.backoff.max < self.retry.backoff.initial:
@@ -135,24 +168,42 @@ class ScheduledJobSpec(SpecModel):
     @property
     def is_one_off(self) -> bool:
         """True for ``runAt`` and ASAP objects, which run once and then complete."""
-        return self.schedule is None
+        return self.schedule is None and self.schedules is None
 
-    def timetable(self, *, uid: str) -> Timetable:
-        """The cron timetable (only for ``schedule``); ``uid`` seeds ``H`` fields."""
-        if self.schedule is None:
-            raise ValueError("not a cron ScheduledJob")
-        return schedule.build_timetable(
-            self.schedule,
-            time_zone=self.time_zone,
-            uid=uid,
-            skipped=self.daylight_saving.skipped_time,
-            repeated=self.daylight_saving.repeated_time,
-        )
+    def timetables(self, *, uid: str) -> list[Timetable]:
+        """The cron timetables: one for ``schedule``, one per entry of ``schedules`` (errors name the entry,
+        ``schedules[2]``); empty for one-offs. ``uid`` seeds ``H`` fields - per entry, independent of its
+        position, so adding or reordering entries never moves another entry's H values."""
+        texts = [("schedule", self.schedule)] if self.schedule is not None else []
+        texts += [(f"schedules[{i}]", text) for i, text in enumerate(self.schedules or ())]
+        return [
+            schedule.build_timetable(
+                text,
+                time_zone=self.time_zone,
+                uid=uid,
+                skipped=self.daylight_saving.skipped_time,
+                repeated=self.daylight_saving.repeated_time,
+                field=field,
+            )
+            for field, text in texts
+        ]
+
+    def exclusion(self, *, uid: str, calendars: Mapping[str, ScheduleCalendarSpec] | None = None) -> Exclusion:
+        """The excluded times: ``spec.exclude`` plus those of the referenced ``calendars`` that are given
+        (read in ``timeZone`` unless a calendar names its own zone)."""
+        own = exclusion_of(self.exclude, time_zone=self.time_zone, uid=uid, field="exclude")
+        for name in self.calendar_refs:
+            found = (calendars or {}).get(name)
+            if found is not None:
+                own += found.exclusion(time_zone=self.time_zone, uid=uid)
+        return own
 
     def when(self, *, uid: str, created: datetime) -> When:
         """Where this object's nominal times come from: the one place cron and one-off specs become a
         :class:`~sundial.schedule.When`. ``uid`` seeds ``H`` fields; ``created`` is the creation time (the
         cron origin and the ASAP time)."""
-        if self.schedule is None:
+        if self.is_one_off:
             return schedule.once(run_at=self.run_at, created=created, start=self.start_time, end=self.end_time)
-        return schedule.recurring(self.timetable(uid=uid), created=created, start=self.start_time, end=self.end_time)
+        timetables = self.timetables(uid=uid)
+        timeline: schedule.Timeline = timetables[0] if len(timetables) == 1 else schedule.Union(tuple(timetables))
+        return schedule.recurring(timeline, created=created, start=self.start_time, end=self.end_time)

@@ -16,6 +16,10 @@ MAX_PENDING_RETRIES = 100
 MAX_RECENT_RUNS = 20
 MAX_DEAD_LETTERS = 100
 MAX_CONDITIONS = 8
+MAX_BUFFERED = 100
+"""``concurrencyPolicy: BufferAll`` keeps at most this many waiting runs; a run beyond it is skipped."""
+MAX_BACKFILLS = 10
+"""Backfill requests kept in ``status.backfills`` (newest last; the oldest done one is dropped first)."""
 
 
 class Condition(StatusModel):
@@ -92,6 +96,39 @@ class DeadLetter(StatusModel):
     """The run was requested with ``sundial.dev/trigger`` (its Jobs use the ``-m`` name form)."""
 
 
+class BufferedRun(StatusModel):
+    """A due run waiting for the active one to end (``concurrencyPolicy: BufferOne | BufferAll``)."""
+
+    scheduled_time: Timestamp
+    """Nominal time of the run: its Job name and idempotency key are those of this time."""
+    trigger: Trigger
+    """Why the run was due (schedule, catch-up, manual, backfill); its first Job carries this trigger."""
+    buffered_at: Timestamp
+    manual: bool = False
+    """The run was requested with ``sundial.dev/trigger`` (its Jobs use the ``-m`` name form)."""
+
+
+class BackfillProgress(StatusModel):
+    """One ``sundial.dev/backfill`` request: every nominal time in ``[from, to]`` runs once (DESIGN §10.2)."""
+
+    token: str
+    from_: Timestamp = Field(alias="from")
+    """The first nominal time of the range (inclusive)."""
+    to: Timestamp
+    """The last nominal time of the range (inclusive; a time after the request was handled is not run)."""
+    max_runs: int = Field(default=100, ge=0)
+    """At most this many runs are started for the request."""
+    next_time: Timestamp | None = None
+    """The next nominal time of the range not yet handled; None once done."""
+    started: int = Field(default=0, ge=0)
+    """Runs started (or buffered) for the request."""
+    already_run: int = Field(default=0, ge=0)
+    """Times skipped because they already had a run (in status, an observed Job, or an earlier backfill)."""
+    done: bool = False
+    message: Message = ""
+    """How the request ended, or why it was refused."""
+
+
 class StatusCounter(StrEnum):
     """The fields of :class:`Counters` (values: the Python field names; in YAML they are camelCase)."""
 
@@ -106,9 +143,13 @@ class StatusCounter(StrEnum):
     MISSED = "missed"
     """Runs missed (past the catch-up window, or due while the dead-letter circuit was open)."""
     SKIPPED = "skipped"
-    """Runs skipped (``concurrencyPolicy: Forbid``, or replaced before they started)."""
+    """Runs skipped (``concurrencyPolicy: Forbid``, replaced before they started, or beyond a full buffer)."""
     DEAD_LETTERED = "dead_lettered"
     """Runs dead-lettered."""
+    EXCLUDED = "excluded"
+    """Nominal times not run because they are excluded (``spec.exclude``, ScheduleCalendars)."""
+    BUFFERED = "buffered"
+    """Runs that waited for an active run to end (``concurrencyPolicy: BufferOne | BufferAll``)."""
 
 
 class Counters(StatusModel):
@@ -121,6 +162,8 @@ class Counters(StatusModel):
     missed: int = 0
     skipped: int = 0
     dead_lettered: int = 0
+    excluded: int = 0
+    buffered: int = 0
 
 
 class ScheduledJobStatus(StatusModel):
@@ -139,6 +182,10 @@ class ScheduledJobStatus(StatusModel):
     pending_retries: tuple[PendingRetry, ...] = ()
     recent_runs: tuple[RunRecord, ...] = ()
     dead_letters: tuple[DeadLetter, ...] = ()
+    buffered: tuple[BufferedRun, ...] = ()
+    """Due runs waiting for the active run to end (``concurrencyPolicy: BufferOne | BufferAll``), oldest first."""
+    backfills: tuple[BackfillProgress, ...] = ()
+    """Backfill requests (``sundial.dev/backfill``) and their progress, newest last (bounded)."""
     counters: Counters = Counters()
     consecutive_dead_letters: int = 0
     """Dead-lettered runs since the last success; drives ``deadLetter.suspendAfter``."""
@@ -146,6 +193,8 @@ class ScheduledJobStatus(StatusModel):
     """The generation at which the suspendAfter circuit opened (a spec change closes it)."""
     last_handled_trigger: str | None = None
     last_handled_redrive: str | None = None
+    last_handled_backfill: str | None = None
+    """The token of the last ``sundial.dev/backfill`` request handled (accepted, refused or invalid)."""
     finished_at: Timestamp | None = None
     """One-offs: when the object completed (drives ttlSecondsAfterFinished)."""
     fencing_token: str | None = None

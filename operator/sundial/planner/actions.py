@@ -48,6 +48,22 @@ class EventReason(StrEnum):
     """Normal: a new ``sundial.dev/redrive`` token gave the dead-lettered runs new attempts."""
     COMPLETED = "Completed"
     """Normal: a one-off completed (with its :class:`sundial.model.enums.CompleteReason`)."""
+    RUN_EXCLUDED = "RunExcluded"
+    """Normal: a nominal time was excluded (``spec.exclude``, a ScheduleCalendar): one per time, then a summary."""
+    CALENDAR_NOT_FOUND = "CalendarNotFound"
+    """Warning: a ScheduleCalendar in ``spec.calendarRefs`` does not exist (as condition ``Ready=False``)."""
+    INVALID_CALENDAR = "InvalidCalendar"
+    """Warning: a ScheduleCalendar in ``spec.calendarRefs`` is invalid (as condition ``Ready=False``)."""
+    RUN_BUFFERED = "RunBuffered"
+    """Normal: a due run waits for the active run to end (``concurrencyPolicy: BufferOne | BufferAll``)."""
+    BACKFILL_STARTED = "BackfillStarted"
+    """Normal: a new ``sundial.dev/backfill`` token was accepted (its range and bound in the message)."""
+    BACKFILL_COMPLETED = "BackfillCompleted"
+    """Normal: a backfill handled its whole range or reached its ``maxRuns`` (the counts in the message)."""
+    BACKFILL_REFUSED = "BackfillRefused"
+    """Warning: a backfill of a one-off (``runAt`` or as soon as possible) was refused: it has no schedule."""
+    INVALID_BACKFILL = "InvalidBackfill"
+    """Warning: the ``sundial.dev/backfill`` annotation is not a valid request (the problem in the message)."""
 
 
 class DeleteReason(StrEnum):

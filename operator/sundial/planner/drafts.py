@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sundial import schedule
-from sundial.model.enums import CompleteReason
+from sundial.model.enums import CompleteReason, ConditionReason
 from sundial.model.resource import ScheduledJob
 from sundial.model.spec import ScheduledJobSpec
 from sundial.model.status import (
     MAX_RECENT_RUNS,
     ActiveRun,
+    BackfillProgress,
+    BufferedRun,
     Condition,
     Counters,
     DeadLetter,
@@ -44,6 +46,8 @@ class Draft:
     pending: list[PendingRetry]
     recent: list[RunRecord]
     dead_letters: list[DeadLetter]
+    buffered: list[BufferedRun]
+    backfills: list[BackfillProgress]
     counters: Counters
     conditions: list[Condition]
     cursor: datetime | None
@@ -55,15 +59,21 @@ class Draft:
     circuit_generation: int | None
     last_handled_trigger: str | None
     last_handled_redrive: str | None
+    last_handled_backfill: str | None
     finished_at: datetime | None
     actions: list[Action] = field(default_factory=list)
     one_off_outcome: CompleteReason | None = None
     """How the run of a finite source (a one-off) ended in this pass, if it did."""
+    exclusion: schedule.Exclusion = field(default_factory=schedule.Exclusion)
+    """The excluded times (``spec.exclude`` and the calendars found): such nominal times are never run."""
+    calendar_problem: tuple[ConditionReason, str] | None = None
+    """A calendar of ``spec.calendarRefs`` is missing or invalid: (reason, message); nothing new fires."""
 
     @classmethod
     def start(cls, obj: ScheduledJob, spec: ScheduledJobSpec, context: Context) -> Draft:
         status = obj.status
         created = obj.metadata.creation_timestamp or context.now.replace(microsecond=0)
+        problem, exclusion = _calendars(spec, context, uid=obj.metadata.uid)
         return cls(
             obj=obj,
             spec=spec,
@@ -73,6 +83,8 @@ class Draft:
             pending=list(status.pending_retries),
             recent=list(status.recent_runs),
             dead_letters=list(status.dead_letters),
+            buffered=list(status.buffered),
+            backfills=list(status.backfills),
             counters=status.counters,
             conditions=list(status.conditions),
             cursor=status.schedule_cursor,
@@ -84,7 +96,10 @@ class Draft:
             circuit_generation=status.circuit_generation,
             last_handled_trigger=status.last_handled_trigger,
             last_handled_redrive=status.last_handled_redrive,
+            last_handled_backfill=status.last_handled_backfill,
             finished_at=status.finished_at,
+            exclusion=exclusion,
+            calendar_problem=problem,
         )
 
     @property
@@ -125,10 +140,17 @@ class Draft:
         del self.recent[:-MAX_RECENT_RUNS]
 
     def keys_in_flight(self) -> set[RunKey]:
-        """Runs that are active or waiting for a retry."""
-        return {(a.scheduled_time, a.manual) for a in self.active} | {
-            (p.scheduled_time, p.manual) for p in self.pending
-        }
+        """Runs that are active, waiting for a retry or buffered (waiting for the active run to end)."""
+        return (
+            {(a.scheduled_time, a.manual) for a in self.active}
+            | {(p.scheduled_time, p.manual) for p in self.pending}
+            | {(b.scheduled_time, b.manual) for b in self.buffered}
+        )
+
+    @property
+    def busy(self) -> bool:
+        """A run is active or waiting for a retry (what ``Forbid`` and the buffer policies wait for)."""
+        return bool(self.active or self.pending)
 
     def freeze(self) -> ScheduledJobStatus:
         """The new status (``observedGeneration`` set to the object's generation)."""
@@ -144,10 +166,41 @@ class Draft:
             pending_retries=tuple(self.pending),
             recent_runs=tuple(self.recent),
             dead_letters=tuple(self.dead_letters),
+            buffered=tuple(self.buffered),
+            backfills=tuple(self.backfills),
             counters=self.counters,
             consecutive_dead_letters=self.consecutive_dead_letters,
             circuit_generation=self.circuit_generation,
             last_handled_trigger=self.last_handled_trigger,
             last_handled_redrive=self.last_handled_redrive,
+            last_handled_backfill=self.last_handled_backfill,
             finished_at=self.finished_at,
         )
+
+
+def _calendars(
+    spec: ScheduledJobSpec, context: Context, *, uid: str
+) -> tuple[tuple[ConditionReason, str] | None, schedule.Exclusion]:
+    """The first problem with ``spec.calendarRefs`` (missing, then invalid) and the exclusion of the rest."""
+    found = {name: context.calendars[name] for name in spec.calendar_refs if name in context.calendars}
+    missing = [name for name in spec.calendar_refs if name not in found]
+    invalid = [name for name, calendar in found.items() if calendar is None]
+    problem = None
+    if missing:
+        problem = (
+            ConditionReason.CALENDAR_NOT_FOUND,
+            f"ScheduleCalendar {', '.join(missing)} not found in this "
+            "namespace (spec.calendarRefs): nothing runs until it exists",
+        )
+    elif invalid:
+        problem = (
+            ConditionReason.INVALID_CALENDAR,
+            f"ScheduleCalendar {', '.join(invalid)} is invalid (spec.calendarRefs): nothing runs until it is fixed",
+        )
+    usable = {name: calendar for name, calendar in found.items() if calendar is not None}
+    if not spec.exclude and not usable:
+        return problem, schedule.Exclusion()
+    try:
+        return problem, spec.exclusion(uid=uid, calendars=usable)
+    except schedule.ScheduleError as error:  # a calendar valid alone, but not in this object's zone
+        return (ConditionReason.INVALID_CALENDAR, f"spec.calendarRefs: {error}"), schedule.Exclusion()

@@ -23,6 +23,12 @@ after the dead-letter circuit was open are counted missed (the user did not ask 
 
 A *finite* source (a one-off) owes its times: they are never dropped on resume, and one past
 ``endTime`` is missed once ``endTime`` passes (:meth:`~sundial.schedule.When.past_end`).
+
+An *excluded* fired time (``spec.exclude``, ScheduleCalendars: :attr:`Draft.exclusion`) is taken out before
+catch-up: it is neither run nor missed, whatever the window, and the cursor passes it like a handled time.
+``nextScheduleTime`` is the first time that is not excluded (looking at most :data:`EXCLUDED_LOOKAHEAD`
+times ahead), while the wake-up still comes at the next nominal time, so excluded times are recorded when
+they come due.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from sundial.model.enums import Trigger
 from sundial.planner.drafts import Draft
 
 TICK = schedule.TICK
+EXCLUDED_LOOKAHEAD = 1000
+"""Nominal times looked at for the first one not excluded (``nextScheduleTime``)."""
 
 
 @dataclass
@@ -45,6 +53,8 @@ class Due:
     missed: list[datetime] = field(default_factory=list)
     missed_unlisted: bool = False
     """More times were missed than ``missed`` lists (enumeration was bounded)."""
+    excluded: list[datetime] = field(default_factory=list)
+    """Fired times that are excluded: never run, never missed."""
     dropped: int = 0
     """Times dropped silently because they came due while suspended."""
     cursor: datetime | None = None
@@ -86,6 +96,10 @@ def find_due(draft: Draft, *, resumed_since: datetime | None) -> Due:
         result.cursor = until
     elif fired:
         result.cursor = fired[-1]
+    if draft.exclusion:
+        result.excluded = [t for t in fired if draft.exclusion.excludes(t)]
+        skip = set(result.excluded)
+        fired = [t for t in fired if t not in skip]
     catch = schedule.plan_catch_up(
         fired,
         now=draft.now,
@@ -96,7 +110,7 @@ def find_due(draft: Draft, *, resumed_since: datetime | None) -> Due:
     )
     result.missed = list(catch.missed)
     result.missed_unlisted = catch.missed_uncounted
-    newest = fired[-1] if fired and not blocked and not result.dropped else None
+    newest = fired[-1] if fired and not blocked and not result.dropped and fired[-1] == times[-1] else None
     result.to_run = [(t, Trigger.SCHEDULE if t == newest else Trigger.CATCH_UP) for t in catch.to_run]
     lost = [] if blocked else when.past_end(result.cursor, now=draft.now)
     if lost:
@@ -105,8 +119,9 @@ def find_due(draft: Draft, *, resumed_since: datetime | None) -> Due:
     return result
 
 
-def next_time(draft: Draft, *, paused: bool) -> datetime | None:
-    """The first nominal time not yet handled; while paused, an open-ended source's first one after now.
+def next_time(draft: Draft, *, paused: bool, excluded: bool = False) -> datetime | None:
+    """The first nominal time not yet handled that is not excluded (``excluded=True``: excluded or not);
+    while paused, an open-ended source's first one after now.
 
     A finite source still owes its time while paused, so it stays the next one until it is handled.
     """
@@ -114,7 +129,16 @@ def next_time(draft: Draft, *, paused: bool) -> datetime | None:
     if paused and after is not None and not draft.when.finite:
         after = max(after, draft.now)
     try:
-        return draft.when.next_after(after)
+        if excluded or not draft.exclusion:
+            return draft.when.next_after(after)
+        first = None
+        for count, instant in enumerate(draft.when.iter_after(after)):
+            first = first or instant
+            if not draft.exclusion.excludes(instant):
+                return instant
+            if count >= EXCLUDED_LOOKAHEAD:
+                break
+        return first
     except schedule.ScheduleError:
         return None
 

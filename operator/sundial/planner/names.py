@@ -45,9 +45,13 @@ in a ScheduledJob's status it is ``status.fencingToken``)."""
 TRIGGER_ANNOTATION: Final = "sundial.dev/trigger"
 """On a ScheduledJob: a new value requests one manual run now (echoed in ``status.lastHandledTrigger``).
 On a Job: why it was created, a :class:`sundial.model.enums.Trigger` (``schedule``, ``catch-up``, ``retry``,
-``manual`` or ``redrive``)."""
+``manual``, ``redrive`` or ``backfill``)."""
 REDRIVE_ANNOTATION: Final = "sundial.dev/redrive"
 """A new value redrives every current dead letter (echoed in ``status.lastHandledRedrive``)."""
+BACKFILL_ANNOTATION: Final = "sundial.dev/backfill"
+"""JSON ``{"token": "...", "from": T1, "to": T2, "maxRuns": N}``: a new token runs every nominal time in
+``[T1, T2]`` that has no run yet, with its scheduled run's Job name and idempotency key (progress in
+``status.backfills``, the token echoed in ``status.lastHandledBackfill``; ``maxRuns`` defaults to 100)."""
 
 JOB_ANNOTATIONS: Final = (
     SCHEDULED_TIME_ANNOTATION,
@@ -57,7 +61,7 @@ JOB_ANNOTATIONS: Final = (
     TRIGGER_ANNOTATION,
 )
 """The annotations every Job (and its pod template) carries."""
-TOKEN_ANNOTATIONS: Final = (TRIGGER_ANNOTATION, REDRIVE_ANNOTATION)
+TOKEN_ANNOTATIONS: Final = (TRIGGER_ANNOTATION, REDRIVE_ANNOTATION, BACKFILL_ANNOTATION)
 """The request annotations a user (or the plugin, or an Argo CD action) sets on a ScheduledJob."""
 
 # Environment variables injected into every container and init container of a run.

@@ -11,10 +11,13 @@ bad spec. The order of one pass:
 3. A new ``sundial.dev/redrive`` token redrives the dead letters (:mod:`.triggers`).
 4. Claimed attempts are matched with their Jobs (:mod:`.runs`): success, failure -> retry or dead
    letter, JobLost, UnexpectedJob, re-issue of never-seen creates.
-5. Pending retries whose ``notBefore`` has come start (not while the circuit is open).
+5. Pending retries whose ``notBefore`` has come start (not while the circuit is open); then the oldest
+   buffered run, if nothing is active or waiting (:mod:`.buffers`).
 6. Due nominal times (:mod:`.due`) - not while suspended, while the circuit is open or while the
    object is being deleted - plus one manual run for a new ``sundial.dev/trigger`` token (allowed while
-   suspended) go through ``concurrencyPolicy`` (:func:`admit`).
+   suspended) go through ``concurrencyPolicy`` (:func:`admit`); then a new ``sundial.dev/backfill``
+   request is taken and the runs of the oldest unfinished backfill that the policy admits now
+   (:mod:`.backfills`).
 7. Finished Jobs beyond the history limits are deleted (:mod:`.history`).
 8. One-offs complete; ``ttlSecondsAfterFinished`` deletes the object.
 9. Conditions, ``nextScheduleTime`` and the wake-up time are computed.
@@ -47,7 +50,7 @@ from sundial.model.enums import (
 )
 from sundial.model.resource import ScheduledJob
 from sundial.model.status import MAX_ACTIVE, RunRecord, ScheduledJobStatus, StatusCounter
-from sundial.planner import conditions, due, history, runs, triggers
+from sundial.planner import backfills, buffers, conditions, due, exclusions, history, replacements, runs, triggers
 from sundial.planner.actions import Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
 from sundial.planner.drafts import Draft
 from sundial.planner.observed import JobPhase, ObservedJob
@@ -73,23 +76,26 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
     triggers.redrive(draft)
     runs.resolve_active(draft, observed)
     runs.start_due_retries(draft)
+    new_runs: list[tuple[datetime, Trigger, bool]] = buffers.release(draft)
 
-    paused = spec.suspend or draft.circuit_open or draft.closing
+    paused = spec.suspend or draft.circuit_open or draft.closing or draft.calendar_problem is not None
     was_suspended = obj.status.condition(ConditionType.SUSPENDED)
     resumed_since = None
     if not paused and was_suspended is not None and was_suspended.status == ConditionStatus.TRUE:
         resumed_since = was_suspended.last_transition_time
-    new_runs: list[tuple[datetime, Trigger, bool]] = []
     if not paused:
         found = due.find_due(draft, resumed_since=resumed_since)
         draft.cursor = found.cursor
         circuit_drop = found.dropped if was_suspended and was_suspended.reason != ConditionReason.SUSPENDED else 0
         _miss(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
+        exclusions.record(draft, found.excluded)
         new_runs += [(t, trigger, False) for t, trigger in found.to_run]
     manual = triggers.manual_request(draft)
     if manual is not None and not draft.closing:
         new_runs.append((manual, Trigger.MANUAL, True))
     admit(draft, new_runs, observed)
+    backfills.request(draft)
+    admit(draft, backfills.runs_to_start(draft, observed), observed)
     history.prune(draft, jobs)
 
     finished = _finish_one_off(draft)
@@ -177,8 +183,12 @@ def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], obse
       ``Replaced``, Event ``RunReplaced``); of several new runs in one pass only the newest starts and the
       older ones are recorded as ``Replaced`` with 0 attempts (never started) and counted as skipped.
 
-    A run that is already active or pending (a second trigger within the same second) and a run that
-    would exceed ``MAX_ACTIVE`` are skipped too.
+    * ``BufferOne`` / ``BufferAll``: a run due while another is active or waiting for a retry, or while
+      runs are buffered, waits in ``status.buffered`` (:mod:`.buffers`).
+
+    A run that is already active, pending or buffered (a second trigger within the same second), one that
+    already ran (in ``recentRuns`` with an attempt: a time a backfill ran before the schedule reached it)
+    and one that would exceed ``MAX_ACTIVE`` are skipped too.
     """
     policy = draft.spec.concurrency_policy
     todo = list(new_runs)
@@ -198,21 +208,28 @@ def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], obse
         draft.count(StatusCounter.SKIPPED, len(older))
         if older:
             draft.emit(EventReason.RUN_REPLACED, f"{len(older)} due run(s) replaced by a newer one before starting")
-        runs.replace_all(draft, observed)
+        replacements.replace_all(draft, observed)
         todo = [newest]
+    ran = {(r.scheduled_time, r.manual) for r in draft.recent if r.attempts}
     for nominal, trigger, manual in todo:
         label = f"{'manual run' if manual else 'run'} {runs.when(nominal)}"
-        busy = policy is ConcurrencyPolicy.FORBID and bool(draft.active or draft.pending)
-        if busy or (nominal, manual) in draft.keys_in_flight() or len(draft.active) >= MAX_ACTIVE:
+        key = (nominal, manual)
+        busy = policy is ConcurrencyPolicy.FORBID and draft.busy
+        if busy or key in draft.keys_in_flight() or key in ran:
             draft.count(StatusCounter.SKIPPED)
             why = "another run is active or waiting for a retry (concurrencyPolicy Forbid)"
             if not busy:
-                why = "it is already running" if len(draft.active) < MAX_ACTIVE else "too many active runs"
+                why = "it is already running or waiting" if key not in ran else "it already ran"
             draft.emit(EventReason.RUN_SKIPPED, f"Skipped {label}: {why}", warning=True)
             continue
-        draft.count(StatusCounter.RUNS)
-        draft.last_schedule_time = max(filter(None, (draft.last_schedule_time, nominal)))
-        runs.start_attempt(draft, scheduled_time=nominal, attempt=1, trigger=trigger, manual=manual)
+        if policy in buffers.BUFFERING and (draft.busy or draft.buffered):
+            buffers.buffer(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
+            continue
+        if len(draft.active) >= MAX_ACTIVE:
+            draft.count(StatusCounter.SKIPPED)
+            draft.emit(EventReason.RUN_SKIPPED, f"Skipped {label}: too many active runs", warning=True)
+            continue
+        runs.start_run(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
 
 
 def _finish_one_off(draft: Draft) -> bool:
@@ -313,6 +330,8 @@ def _conditions(draft: Draft, *, finished: bool) -> None:
         _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.SUSPENDED, "suspended by spec.suspend")
     elif draft.circuit_open:
         _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.CIRCUIT_OPEN, _circuit_message(draft))
+    elif exclusions.put_calendar_condition(draft):
+        pass
     else:
         upcoming = draft.next_schedule_time
         message = f"next run at {runs.when(upcoming)}" if upcoming is not None else "no further runs"
@@ -330,15 +349,17 @@ def _circuit_message(draft: Draft) -> str:
 def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
     now = draft.now
     candidates: list[datetime] = []
-    upcoming = draft.next_schedule_time
+    upcoming = due.next_time(draft, paused=paused, excluded=True) if draft.exclusion else draft.next_schedule_time
     if upcoming is not None and not paused:
         candidates.append(due.fire_at(draft, upcoming))
     age = draft.spec.retry.max_run_age
     for retry in draft.pending:
         if retry.not_before > now:
             candidates.append(retry.not_before)
-        elif age is not None and retry.trigger is not Trigger.REDRIVE:
+        elif age is not None and retry.trigger not in runs.AGELESS:
             candidates.append(max(now, retry.scheduled_time + age) + due.TICK)
+    if backfills.in_progress(draft):
+        candidates.append(now)
     reissue = draft.context.reissue_after
     candidates += [run.claimed_at + reissue for run in draft.active if not run.job_seen]
     candidates += runs.overdue_deadlines(draft)

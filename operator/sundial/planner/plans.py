@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from sundial.model.calendars import ScheduleCalendarSpec
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner.actions import Action
 
@@ -22,6 +24,9 @@ class Context:
     reissue_after: timedelta = timedelta(seconds=15)
     """A claimed attempt whose Job has not been observed this long after the claim gets its (idempotent,
     same-name) CreateJob again: the replica that claimed it may have died between the claim and the create."""
+    calendars: Mapping[str, ScheduleCalendarSpec | None] = field(default_factory=dict)
+    """The ScheduleCalendars of the object's namespace that its ``spec.calendarRefs`` name and that exist, by
+    name (None: it exists but is invalid). A name missing here is a calendar that does not exist."""
 
 
 @dataclass(frozen=True)

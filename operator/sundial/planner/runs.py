@@ -47,6 +47,9 @@ from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
 
 #: How long after an attempt's ``maxRunAge`` deadline the planner wakes up (the age must be *exceeded*).
 OVERDUE_MARGIN = timedelta(milliseconds=1)
+AGELESS = frozenset({Trigger.REDRIVE, Trigger.BACKFILL})
+"""Runs whose nominal time does not count against ``retry.maxRunAge`` (asked for explicitly, however old);
+their retries keep the trigger, so the next attempts are exempt too."""
 
 
 @dataclass(frozen=True)
@@ -108,12 +111,12 @@ def resolve_active(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
 
 
 def _overdue(draft: Draft, run: ActiveRun) -> bool:
-    """The attempt has been active for longer than ``maxRunAge`` (redriven runs have none), counted from its
-    claim or its nominal time, whichever is later: a run started late (catch-up) still gets its whole
-    ``maxRunAge``, and planning twice at one instant decides the same."""
+    """The attempt has been active for longer than ``maxRunAge`` (:data:`AGELESS` runs have none), counted
+    from its claim or its nominal time, whichever is later: a run started late (catch-up) still gets its
+    whole ``maxRunAge``, and planning twice at one instant decides the same."""
     age = draft.spec.retry.max_run_age
     since = max(run.scheduled_time, run.claimed_at)
-    return run.trigger is not Trigger.REDRIVE and age is not None and draft.now - since > age
+    return run.trigger not in AGELESS and age is not None and draft.now - since > age
 
 
 def overdue_deadlines(draft: Draft) -> list[datetime]:
@@ -124,7 +127,7 @@ def overdue_deadlines(draft: Draft) -> list[datetime]:
     return [
         max(run.scheduled_time, run.claimed_at) + age + OVERDUE_MARGIN
         for run in draft.active
-        if run.trigger is not Trigger.REDRIVE
+        if run.trigger not in AGELESS
     ]
 
 
@@ -159,15 +162,15 @@ def _succeed(draft: Draft, run: ActiveRun, job: ObservedJob) -> None:
     draft.count(StatusCounter.SUCCEEDED)
     draft.last_successful_time = max(filter(None, (draft.last_successful_time, finished)))
     draft.consecutive_dead_letters = 0
-    draft.record(_record(run, RunResult.SUCCEEDED, finished))
-    _note_one_off(draft, run, CompleteReason.SUCCEEDED)
+    draft.record(run_record(run, RunResult.SUCCEEDED, finished))
+    note_one_off(draft, run, CompleteReason.SUCCEEDED)
     draft.emit(
         EventReason.SAW_COMPLETED_JOB,
         f"Saw completed Job {run.job} of {describe(run)} (attempt {run.attempt}): Succeeded",
     )
 
 
-def _record(run: ActiveRun, result: RunResult, finished: datetime) -> RunRecord:
+def run_record(run: ActiveRun, result: RunResult, finished: datetime) -> RunRecord:
     return RunRecord(
         scheduled_time=run.scheduled_time,
         attempts=run.attempt,
@@ -180,7 +183,7 @@ def _record(run: ActiveRun, result: RunResult, finished: datetime) -> RunRecord:
     )
 
 
-def _note_one_off(draft: Draft, run: ActiveRun | PendingRetry | DeadLetter, outcome: CompleteReason) -> None:
+def note_one_off(draft: Draft, run: ActiveRun | PendingRetry | DeadLetter, outcome: CompleteReason) -> None:
     if draft.when.finite and not run.manual:
         draft.one_off_outcome = outcome
 
@@ -192,7 +195,7 @@ def _end_attempt(draft: Draft, run: ActiveRun, failure: Failure) -> None:
     draft.last_failure_time = max(filter(None, (draft.last_failure_time, failure.at)))
     retry = draft.spec.retry
     limit = run.attempt_limit or retry.max_attempts
-    ages = run.trigger is not Trigger.REDRIVE and retry.max_run_age is not None
+    ages = run.trigger not in AGELESS and retry.max_run_age is not None
     detail = f"attempt {run.attempt} of {limit} failed: {failure.reason}" + (
         f": {failure.message}" if failure.message else ""
     )
@@ -285,7 +288,7 @@ def dead_letter(
     )
     draft.count(StatusCounter.DEAD_LETTERED)
     draft.consecutive_dead_letters += 1
-    _note_one_off(draft, run, CompleteReason.DEAD_LETTERED)
+    note_one_off(draft, run, CompleteReason.DEAD_LETTERED)
     draft.emit(EventReason.DEAD_LETTERED, f"{describe(run)} dead-lettered ({reason}): {message}", warning=True)
     threshold = draft.spec.dead_letter.suspend_after
     if threshold and draft.consecutive_dead_letters >= threshold and not draft.circuit_open:
@@ -308,7 +311,7 @@ def start_due_retries(draft: Draft) -> None:
         if retry.not_before > draft.now:
             continue
         age = draft.spec.retry.max_run_age
-        if retry.trigger is not Trigger.REDRIVE and age is not None and draft.now - retry.scheduled_time > age:
+        if retry.trigger not in AGELESS and age is not None and draft.now - retry.scheduled_time > age:
             draft.pending.remove(retry)
             dead_letter(
                 draft,
@@ -321,7 +324,7 @@ def start_due_retries(draft: Draft) -> None:
         if draft.circuit_open or draft.closing or len(draft.active) >= MAX_ACTIVE:
             continue
         draft.pending.remove(retry)
-        trigger = Trigger.REDRIVE if retry.trigger is Trigger.REDRIVE else Trigger.RETRY
+        trigger = retry.trigger if retry.trigger in AGELESS else Trigger.RETRY
         draft.count(StatusCounter.RETRIED)
         start_attempt(
             draft,
@@ -331,6 +334,13 @@ def start_due_retries(draft: Draft) -> None:
             manual=retry.manual,
             attempt_limit=retry.attempt_limit,
         )
+
+
+def start_run(draft: Draft, *, scheduled_time: datetime, trigger: Trigger, manual: bool) -> None:
+    """Start a new run (its first attempt): counted in ``runs``, ``lastScheduleTime`` moves forward."""
+    draft.count(StatusCounter.RUNS)
+    draft.last_schedule_time = max(filter(None, (draft.last_schedule_time, scheduled_time)))
+    start_attempt(draft, scheduled_time=scheduled_time, attempt=1, trigger=trigger, manual=manual)
 
 
 def start_attempt(
@@ -374,38 +384,3 @@ def _create(draft: Draft, run: ActiveRun, *, reissue: bool) -> CreateJob:
         name=run.job,
     )
     return CreateJob(manifest=manifest, scheduled_time=run.scheduled_time, attempt=run.attempt, reissue=reissue)
-
-
-def replace_all(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
-    """``concurrencyPolicy: Replace``: delete every active Job and cancel every pending retry.
-
-    Their runs end as ``RunRecord(Replaced)`` and are not retried. Only observed Jobs are deleted, each with
-    a UID precondition: a Job never observed (its create may still be in flight) is not deleted by name, and
-    Jobs owned by another object are not touched.
-    """
-    replaced = 0
-    for run in list(draft.active):
-        job = jobs.get(run.job)
-        if job is not None and job.uid and job.phase is not JobPhase.DELETED and job.owner_uid in (None, draft.uid):
-            draft.actions.append(DeleteJob(name=run.job, uid=job.uid, reason=DeleteReason.REPLACED))
-        draft.active.remove(run)
-        draft.record(_record(run, RunResult.REPLACED, draft.now))
-        _note_one_off(draft, run, CompleteReason.MISSED)
-        replaced += 1
-    for retry in list(draft.pending):
-        draft.pending.remove(retry)
-        draft.record(
-            RunRecord(
-                scheduled_time=retry.scheduled_time,
-                attempts=retry.attempt - 1,
-                result=RunResult.REPLACED,
-                job=retry.last_job or None,
-                trigger=retry.trigger,
-                finished_at=draft.now,
-                manual=retry.manual,
-            )
-        )
-        _note_one_off(draft, retry, CompleteReason.MISSED)
-        replaced += 1
-    if replaced:
-        draft.emit(EventReason.RUN_REPLACED, f"Replaced {replaced} earlier run(s) (concurrencyPolicy Replace)")

@@ -31,7 +31,7 @@ from sundial.runtime.coordination.decisions import LeaseTimings
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import admission, certrotators, heap, probes
+from sundial.runtime.serving import access, admission, certrotators, heap, probes
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
@@ -130,16 +130,15 @@ async def build(
         clock=utcnow,
         crash_after_claim=settings.test_crash_after_claim,
     )
-    dispatcher = Dispatcher(
-        reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
-        max_concurrency=settings.dispatch.max_concurrency,
-        clock=utcnow,
-        on_index_size=metrics.due_index_size.set,
-    )
+    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store)
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
     logged_in = asyncio.Event()
     registry = informers.registry(
-        configuration=configuration, on_scheduled_job=intake.scheduled_job, on_job=intake.job, on_login=logged_in.set
+        configuration=configuration,
+        on_scheduled_job=intake.scheduled_job,
+        on_job=intake.job,
+        on_calendar=intake.calendar,
+        on_login=logged_in.set,
     )
     kopf_settings = informers.operator_settings()
     rotator = (
@@ -169,8 +168,21 @@ async def build(
         kopf_settings=kopf_settings,
         logged_in=logged_in,
         stopping=stopping,
-        apps=_apps(settings, metrics, listing, stopping),
+        apps=_apps(settings, metrics, listing, stopping, client=client),
         rotator=rotator,
+    )
+
+
+def _dispatcher(
+    settings: Settings, reconciler: Reconciler, in_flight: InFlight, metrics: Metrics, store: Store
+) -> Dispatcher:
+    """The one dispatch loop: passes counted in flight, due keys ordered by the priorities the store keeps."""
+    return Dispatcher(
+        reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
+        max_concurrency=settings.dispatch.max_concurrency,
+        clock=utcnow,
+        on_index_size=metrics.due_index_size.set,
+        priority_of=store.priority,
     )
 
 
@@ -232,7 +244,7 @@ def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -
 
 
 def _apps(
-    settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event
+    settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event, *, client: Any
 ) -> list[tuple[web.Application, int]]:
     apps = []
     if settings.probes.health_port:
@@ -241,7 +253,12 @@ def _apps(
         health = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=listening)
         apps.append((health, settings.probes.health_port))
     if settings.probes.metrics_port:
-        apps.append((probes.metrics_app(metrics.registry), settings.probes.metrics_port))
+        guard = (
+            access.MetricsAccess(reviews=access.KubeReviews(api_client=client, observer=metrics))
+            if settings.probes.metrics_auth
+            else None
+        )
+        apps.append((probes.metrics_app(metrics.registry, access=guard), settings.probes.metrics_port))
     return apps
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 #: The Event TTL of the API server (seconds): a series interval beyond it would only ever create new Events.
 EVENT_TTL = 3600.0
 MAX_PORT = 65535
+#: The default bound of a ScheduledJob's ``spec.jobTemplate`` at admission (bytes of compact JSON).
+DEFAULT_MAX_JOB_TEMPLATE_BYTES = 256 * 1024
 
 
 class LogFormat(StrEnum):
@@ -130,9 +132,14 @@ class WebhookSettings:
     """Name of a ValidatingWebhookConfiguration kopf creates and keeps up to date (needs RBAC on
     ``admissionregistration.k8s.io``; unscoped, failurePolicy Fail). Empty (the default): not managed."""
 
+    max_job_template_bytes: int = DEFAULT_MAX_JOB_TEMPLATE_BYTES
+    """Largest ``spec.jobTemplate`` admitted, in bytes of compact JSON (0: no limit)."""
+
     def __post_init__(self) -> None:
         if not 0 <= self.port <= MAX_PORT:
             raise ValueError(f"--webhook-port must be between 0 and {MAX_PORT}")
+        if self.max_job_template_bytes < 0:
+            raise ValueError("--max-job-template-bytes must not be negative (0: no limit)")
         if (self.cert_file is None) != (self.key_file is None):
             raise ValueError("--webhook-cert-file and --webhook-key-file go together")
 
@@ -158,6 +165,10 @@ class ProbeSettings:
 
     health_port: int = 8081
     """Port of ``/healthz`` and ``/readyz`` (0: disabled)."""
+
+    metrics_auth: bool = False
+    """Serve ``/metrics`` only to bearer tokens a TokenReview accepts whose user a SubjectAccessReview
+    allows ``get`` on the non-resource URL ``/metrics`` (:mod:`sundial.runtime.serving.access`)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -1,7 +1,8 @@
 """``sundial.schedule``: the pure time layer (DESIGN §3).
 
-Cron parsing (with Jenkins ``H``), time zones, DST policies, nominal run times and the one protocol over
-every kind of them (:class:`When`: cron and one-off alike), catch-up planning,
+Cron parsing (with Jenkins ``H`` and the Quartz day tokens), time zones, DST policies, nominal run times
+and the one protocol over every kind of them (:class:`When`: cron, lists of cron and one-off alike),
+excluded times (:class:`Exclusion`), catch-up planning,
 jitter, retry backoff and RFC 3339/duration formats. Imports nothing else from ``sundial`` and never
 reads the clock: ``now`` and ``after`` are always arguments, and every instant is an aware UTC datetime.
 """
@@ -11,11 +12,12 @@ from sundial.schedule.catchup import CatchUp, plan_catch_up
 from sundial.schedule.cron import CronExpression, parse_cron
 from sundial.schedule.durations import format_duration, parse_duration
 from sundial.schedule.errors import ScheduleError
+from sundial.schedule.exclusions import Exclusion, excluded_cron, excluded_dates, excluded_span
 from sundial.schedule.jitter import jitter_offset
 from sundial.schedule.policies import CatchUpPolicy, RepeatedTime, SkippedTime
 from sundial.schedule.rfc3339 import format_rfc3339, parse_rfc3339
 from sundial.schedule.timetable import Timetable, build_timetable
-from sundial.schedule.whens import TICK, Once, Recurring, When, once, recurring
+from sundial.schedule.whens import TICK, Once, Recurring, Timeline, Union, When, once, recurring
 from sundial.schedule.zones import load_zone, require_utc
 
 __all__ = [
@@ -23,15 +25,21 @@ __all__ = [
     "CatchUp",
     "CatchUpPolicy",
     "CronExpression",
+    "Exclusion",
     "Once",
     "Recurring",
     "RepeatedTime",
     "ScheduleError",
     "SkippedTime",
+    "Timeline",
     "Timetable",
+    "Union",
     "When",
     "backoff_delay",
     "build_timetable",
+    "excluded_cron",
+    "excluded_dates",
+    "excluded_span",
     "format_duration",
     "format_rfc3339",
     "jitter_offset",

@@ -3,18 +3,24 @@
 Grammar, per field: a comma-separated list of items; an item is ``*`` or ``?`` (every value), a value,
 a range ``a-b``, any of those followed by ``/step`` (``a/step`` means ``a-max/step``), or Jenkins ``H``,
 ``H(a-b)``, ``H/step``, ``H(a-b)/step``. Months accept ``JAN``-``DEC`` and days of week ``SUN``-``SAT``
-(case-insensitive); day-of-week 7 is Sunday like 0. ``L``, ``W`` and ``#`` are not supported.
+(case-insensitive); day-of-week 7 is Sunday like 0, and a day-of-week range ending at Sunday ends at 7
+(``MON-SUN`` is every day, as in cronie). The Quartz day tokens ``L``, ``L-n``, ``nW``, ``LW`` (day-of-month)
+and ``dL``, ``d#n`` (day-of-week) are list items of their field (:mod:`sundial.schedule.days`). A ``TZ=`` or
+``CRON_TZ=`` prefix is refused (the zone is ``spec.timeZone``), as the Kubernetes CronJob refuses it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import TypeAlias
 
+from sundial.schedule import days as day_tokens
 from sundial.schedule import hashing
+from sundial.schedule.days import DayRules, DayRulesBuilder
 from sundial.schedule.errors import ScheduleError
 
 MACROS: dict[str, str] = {
@@ -33,6 +39,9 @@ _WEEKDAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 _MAX_DAYS = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30, 12: 31}
 _Fail: TypeAlias = Callable[[str], ScheduleError]
 _H_RANGE = re.compile(r"\((?P<low>[^()\-]+)-(?P<high>[^()\-]+)\)")
+_ZONE_PREFIXES = ("TZ=", "CRON_TZ=")
+# A leap year and a common one: every month length and weekday pattern a day-of-month token depends on.
+_SAMPLE_YEARS = (2027, 2028)
 
 
 @dataclass(frozen=True)
@@ -79,13 +88,16 @@ class CronExpression:
     """Whether the text had a leading seconds field (6 fields)."""
     wildcard: bool
     """Whether the minute or hour field begins with ``*`` after macro expansion (drives DST ``Auto``)."""
+    rules: DayRules = dataclasses.field(default_factory=DayRules)
+    """The Quartz day tokens (``L``, ``W``, ``#``) of the day fields, if any."""
 
     def matches_day(self, day: date) -> bool:
         """Whether ``day`` (a local calendar date) is a run day: Vixie day-of-month / day-of-week rule."""
         if day.month not in self.months:
             return False
-        dom = day.day in self.days
-        dow = (day.weekday() + 1) % 7 in self.weekdays
+        rules = self.rules
+        dom = day.day in self.days or (rules.in_day_of_month and rules.day_of_month_matches(day))
+        dow = day_tokens.cron_weekday(day) in self.weekdays or (rules.in_day_of_week and rules.day_of_week_matches(day))
         if self.dom_restricted and self.dow_restricted:
             return dom or dow
         return dom and dow
@@ -100,6 +112,8 @@ def parse_cron(text: str, *, uid: str = "", field: str = "schedule") -> CronExpr
     stripped = text.strip()
     if not stripped:
         raise ScheduleError(field, "cron expression is empty")
+    if stripped.upper().startswith(_ZONE_PREFIXES):
+        raise ScheduleError(field, f"{text!r}: a TZ= or CRON_TZ= prefix is not supported: use spec.timeZone")
     if stripped.startswith("@"):
         expanded = MACROS.get(stripped.lower())
         if expanded is None:
@@ -118,9 +132,10 @@ def parse_cron(text: str, *, uid: str = "", field: str = "schedule") -> CronExpr
             f"seconds field, got {len(parts)} in {text!r}",
         )
     values: list[list[int]] = []
+    rules = DayRulesBuilder()
     for spec, field_text in zip(_FIELDS, texts, strict=True):
         position = spec.index + first_position  # 1-based position in the written text
-        values.append(_parse_field(field_text, spec=spec, position=position, uid=uid, field=field))
+        values.append(_parse_field(field_text, spec=spec, position=position, uid=uid, field=field, rules=rules))
     seconds, minutes, hours, days, months, weekdays = values
     expression = CronExpression(
         text=text,
@@ -134,6 +149,7 @@ def parse_cron(text: str, *, uid: str = "", field: str = "schedule") -> CronExpr
         dow_restricted=not _unrestricted(texts[5]),
         has_seconds=len(parts) == 6,
         wildcard=_unrestricted(texts[1]) or _unrestricted(texts[2]),
+        rules=rules.build(),
     )
     _require_possible(expression, field=field)
     return expression
@@ -147,14 +163,23 @@ def _unrestricted(field_text: str) -> bool:
 def _require_possible(expression: CronExpression, *, field: str) -> None:
     if not expression.dom_restricted or expression.dow_restricted:
         return  # some weekday matches in every month
-    if not any(day <= _MAX_DAYS[month] for month in expression.months for day in expression.days):
+    if expression.rules.in_day_of_month:
+        possible = any(
+            expression.matches_day(date(year, month, day))
+            for year in _SAMPLE_YEARS
+            for month in expression.months
+            for day in range(1, day_tokens.last_day(year, month) + 1)
+        )
+    else:
+        possible = any(day <= _MAX_DAYS[month] for month in expression.months for day in expression.days)
+    if not possible:
         raise ScheduleError(
             field,
             f"{expression.text!r} never matches: no selected day of the month exists in a selected month",
         )
 
 
-def _parse_field(text: str, *, spec: _Field, position: int, uid: str, field: str) -> list[int]:
+def _parse_field(text: str, *, spec: _Field, position: int, uid: str, field: str, rules: DayRulesBuilder) -> list[int]:
     def fail(problem: str) -> ScheduleError:
         return ScheduleError(field, f"field {position} ({spec.name}) {text!r}: {problem}")
 
@@ -162,6 +187,12 @@ def _parse_field(text: str, *, spec: _Field, position: int, uid: str, field: str
         raise fail("empty")
     result: list[int] = []
     for item in text.split(","):
+        if spec is _DAY_OF_MONTH and rules.day_of_month_item(item, fail=fail):
+            continue
+        if spec is _DAY_OF_WEEK and rules.day_of_week_item(
+            item, fail=fail, weekday=lambda value: _parse_value(value, spec=spec, fail=fail)
+        ):
+            continue
         result.extend(_parse_item(item, spec=spec, uid=uid, fail=fail))
     return result
 
@@ -179,6 +210,8 @@ def _parse_item(item: str, *, spec: _Field, uid: str, fail: _Fail) -> range | li
     low = _parse_value(low_text, spec=spec, fail=fail)
     if dash:
         high = _parse_value(high_text, spec=spec, fail=fail)
+        if spec is _DAY_OF_WEEK and high == 0 and low > 0:
+            high = spec.high  # a range ending at Sunday ends at 7 (MON-SUN, 5-0), as in cronie
         if low > high:
             raise fail(f"range {base!r} starts after it ends")
     elif step is not None:
@@ -228,6 +261,6 @@ def _parse_value(text: str, *, spec: _Field, fail: _Fail) -> int:
     if upper in spec.names:
         return spec.names.index(upper) + spec.name_base
     if any(char in upper for char in "LW#"):
-        raise fail(f"{text!r}: L, W and # are not supported")
+        raise fail(f"{text!r}: L, W and # are only day-of-month (L, L-n, nW, LW) or day-of-week (dL, d#n) tokens")
     expected = f" or a name {spec.names[0]}-{spec.names[-1]}" if spec.names else ""
     raise fail(f"{text!r} is not a number {spec.low}-{spec.high}{expected}")

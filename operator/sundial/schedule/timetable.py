@@ -171,9 +171,11 @@ def build_timetable(
     uid: str = "",
     skipped: SkippedTime | str = SkippedTime.AUTO,
     repeated: RepeatedTime | str = RepeatedTime.AUTO,
+    field: str = "schedule",
 ) -> Timetable:
-    """Validate and build a :class:`Timetable`; any problem raises :class:`ScheduleError` naming the field."""
-    cron = parse_cron(schedule, uid=uid, field="schedule")
+    """Validate and build a :class:`Timetable`; any problem raises :class:`ScheduleError` naming the field
+    (``field`` names the expression: ``schedule``, or ``schedules[2]`` for an entry of a list)."""
+    cron = parse_cron(schedule, uid=uid, field=field)
     zone = load_zone(time_zone, field="timeZone")
     return Timetable(
         cron=cron,

@@ -7,9 +7,10 @@ reads the clock: ``after``, ``until`` and ``now`` are arguments, UTC-aware.
 
 Two kinds exist:
 
-* :class:`Recurring` - a cron :class:`~sundial.schedule.Timetable` cut to ``[start, end]``, with the
-  object's creation as its origin (times before it are not the object's). Open-ended: it never completes,
-  and a time it cannot run (paused, past ``end``) is simply not one of its times.
+* :class:`Recurring` - a :class:`Timeline` (one cron :class:`~sundial.schedule.Timetable`, or the
+  :class:`Union` of several: ``spec.schedules``) cut to ``[start, end]``, with the object's creation as its
+  origin (times before it are not the object's). Open-ended: it never completes, and a time it cannot run
+  (paused, past ``end``) is simply not one of its times.
 * :class:`Once` - one instant (``runAt``, or the creation time raised to ``startTime``). Finite: the
   object completes once the time is handled, and the time is *owed* - it is run or missed, never
   dropped (not on resume after a pause; past ``end`` it is missed once ``end`` passes).
@@ -20,6 +21,7 @@ Where the kinds genuinely differ the difference is a property of the source (:at
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -31,6 +33,47 @@ from sundial.schedule.zones import require_utc
 
 TICK = timedelta(microseconds=1)
 """The smallest step between instants: ``startTime - TICK`` is the last instant before ``startTime``."""
+
+
+class Timeline(Protocol):
+    """Nominal instants of one or more cron timetables: what :class:`Recurring` cuts to ``[start, end]``."""
+
+    def iter_after(self, after: datetime) -> Iterator[datetime]:
+        """Instants strictly after ``after``, strictly increasing."""
+        ...
+
+    def between(self, after: datetime, until: datetime, *, limit: int) -> tuple[list[datetime], bool]:
+        """The oldest ``limit`` instants in ``(after, until]``; flag: more exist."""
+        ...
+
+    def latest_between(self, after: datetime, until: datetime, *, limit: int) -> tuple[list[datetime], bool]:
+        """The newest ``limit`` instants in ``(after, until]``, ascending; flag: older ones exist."""
+        ...
+
+
+@dataclass(frozen=True)
+class Union:
+    """The union of several timetables (``spec.schedules``): merged in UTC order, an instant produced by
+    two of them counted once. Each part keeps its own DST resolution (``Auto`` per expression)."""
+
+    parts: tuple[Timetable, ...]
+
+    def iter_after(self, after: datetime) -> Iterator[datetime]:
+        last: datetime | None = None
+        for instant in heapq.merge(*(part.iter_after(after) for part in self.parts)):
+            if instant != last:
+                yield instant
+                last = instant
+
+    def between(self, after: datetime, until: datetime, *, limit: int) -> tuple[list[datetime], bool]:
+        found = [part.between(after, until, limit=limit) for part in self.parts]
+        merged = sorted({instant for times, _ in found for instant in times})
+        return merged[:limit], len(merged) > limit or any(more for _, more in found)
+
+    def latest_between(self, after: datetime, until: datetime, *, limit: int) -> tuple[list[datetime], bool]:
+        found = [part.latest_between(after, until, limit=limit) for part in self.parts]
+        merged = sorted({instant for times, _ in found for instant in times})
+        return merged[len(merged) - limit :] if limit else [], len(merged) > limit or any(more for _, more in found)
 
 
 class When(Protocol):
@@ -83,9 +126,9 @@ class When(Protocol):
 
 @dataclass(frozen=True)
 class Recurring:
-    """A cron timetable's nominal times within ``[start, end]``, after ``origin`` (the object's creation)."""
+    """A timeline's nominal times within ``[start, end]``, after ``origin`` (the object's creation)."""
 
-    timetable: Timetable
+    timetable: Timeline
     origin: datetime | None = None
     start: datetime | None = None
     end: datetime | None = None
@@ -177,7 +220,7 @@ class Once:
 
 
 def recurring(
-    timetable: Timetable,
+    timetable: Timeline,
     *,
     created: datetime | None = None,
     start: datetime | None = None,

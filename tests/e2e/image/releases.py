@@ -123,7 +123,13 @@ class Release:
     def start_pod(self, identity: str, *, webhook: bool = False, wait_ready: bool = True, timeout: float = 90.0) -> Pod:
         """Render the chart for one more replica (its own ports), apply its RBAC, mint a token, run it."""
         ports = {"metrics.port": free_port(), "health.port": free_port(), "webhook.port": free_port()}
-        manifests = self.render(**{k: str(v) for k, v in ports.items()}, **{"webhook.enabled": str(webhook).lower()})
+        webhook_values = {"webhook.enabled": str(webhook).lower()}
+        if webhook:
+            # The certificate as a mounted Secret (the chart's cert-manager path): the test puts its own one
+            # for 127.0.0.1 there. The operator-managed certificate (the default) is covered by
+            # tests/e2e/test_deterministic_install.py.
+            webhook_values["webhook.certManager.enabled"] = "true"
+        manifests = self.render(**{k: str(v) for k, v in ports.items()}, **webhook_values)
         account = self.install_rbac(manifests)
         (deployment,) = [m for m in manifests if m["kind"] == "Deployment"]
         template = PodTemplate.of(deployment)

@@ -136,6 +136,15 @@ class FakeKubectl:
         if key == names.REDRIVE_ANNOTATION:
             status["lastHandledRedrive"] = value
             status["deadLetters"] = []
+        if key == names.BACKFILL_ANNOTATION:
+            request = json.loads(value)
+            status["lastHandledBackfill"] = request["token"]
+            refused = "runAt" in obj["spec"]
+            progress = {"token": request["token"], "from": request["from"], "to": request["to"], "done": True}
+            progress |= (
+                {"message": "refused: a one-off has no schedule"} if refused else {"started": 2, "alreadyRun": 1}
+            )
+            status["backfills"] = [*status.get("backfills", []), progress]
 
     def get(self, name: str) -> dict[str, Any]:
         body: dict[str, Any] = json.loads(self.run("get", plugin.RESOURCE, name, "-o", "json"))

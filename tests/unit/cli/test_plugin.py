@@ -260,3 +260,43 @@ def test_version_without_a_cluster_still_prints_the_client(run: Run, cluster: An
     assert out.startswith("Client Version: ")
     assert "warning: crd: Unable to connect" in out
     assert run(cluster, "version", "--client")[1].count("\n") == 1
+
+
+# --- backfill --------------------------------------------------------------------------------------
+
+
+def test_backfill_writes_the_request_annotation_and_waits_for_its_progress(run: Run, cluster: Any) -> None:
+    code, out, _ = run(
+        cluster, "backfill", "report", "--from", "2027-03-20T00:00:00Z", "--to", "now", "--max-runs", "5", "--wait"
+    )
+    assert code == 0
+    request = json.loads(cluster.objects["report"]["metadata"]["annotations"][names.BACKFILL_ANNOTATION])
+    assert request == {
+        "token": request["token"],
+        "from": "2027-03-20T00:00:00Z",
+        "to": "2027-03-27T00:00:00Z",
+        "maxRuns": 5,
+    }
+    assert "2 run(s) started, 1 time(s) already had a run" in out
+
+
+def test_backfill_of_a_one_off_reports_the_refusal(run: Run, new_cluster: Callable[..., Any]) -> None:
+    fake = new_cluster({"name": "once", "runAt": "2027-04-01T00:00:00Z"})
+    code, out, _ = run(fake, "backfill", "once", "--from", "2027-03-20T00:00:00Z", "--to", "now", "--wait")
+    assert code == 1 and "refused" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        (("--from", "yesterday", "--to", "now"), "--from:"),
+        (("--from", "now", "--to", "2027-03-20T00:00:00Z"), "must not be before --from"),
+        (("--from", "2027-03-20T00:00:00Z", "--to", "now", "--max-runs", "0"), "--max-runs"),
+    ],
+)
+def test_backfill_refuses_bad_flags_before_writing_anything(
+    run: Run, cluster: Any, argv: tuple[str, ...], problem: str
+) -> None:
+    code, _, err = run(cluster, "backfill", "report", *argv)
+    assert code == 1 and problem in err
+    assert not [c for c in cluster.calls if c[0] == "annotate"]

@@ -25,6 +25,7 @@ def test_completes_commands_then_names_then_output_formats(cluster: Any) -> None
             "preview",
             "trigger",
             "redrive",
+            "backfill",
             "create",
             "suspend",
             "resume",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +170,70 @@ def test_registered_without_a_clock_it_reads_the_system_clock(capsys: pytest.Cap
     assert args.func(args) == 0
     (only,) = json.loads(capsys.readouterr().out)
     assert datetime.fromisoformat(only) > before
+
+
+def test_schedule_may_be_given_several_times_for_the_union(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_preview(
+        [
+            *("--schedule", "0 18 LW * *", "--schedule", "0 18 ? * FRI#3", "--time-zone", "Europe/Berlin"),
+            *("--after", "2027-03-01T00:00:00Z", "--count", "4", "-o", "json"),
+        ],
+        capsys,
+    )
+    assert (code, err) == (0, "")
+    # Friday 19 March is the third Friday; Wednesday 31 March the last weekday; 16 and 30 April likewise.
+    assert json.loads(out) == [
+        "2027-03-19T17:00:00Z",
+        "2027-03-31T16:00:00Z",
+        "2027-04-16T16:00:00Z",
+        "2027-04-30T16:00:00Z",
+    ]
+
+
+def test_a_bad_entry_of_several_names_its_index(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_preview(["--schedule", "0 3 * * *", "--schedule", "0 0 32W * *"], capsys)
+    assert code == 2
+    assert "schedule[1]: field 3 (day-of-month)" in err
+
+
+def test_excluded_times_are_marked_in_the_table_and_left_out_of_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exclude = tmp_path / "exclude.yaml"
+    exclude.write_text('- dates: ["2027-03-02"]\n')
+    calendar = tmp_path / "calendar.yaml"
+    calendar.write_text(
+        "apiVersion: sundial.dev/v1alpha1\nkind: ScheduleCalendar\nmetadata: {name: h}\n"
+        'spec:\n  exclude:\n    - schedule: "0 9 * * 4"\n'
+    )
+    argv = ["--schedule", "0 9 * * *", "--after", "2027-03-01T00:00:00Z", "--count", "3"]
+    argv += ["--exclude-file", str(exclude), "--calendar-file", str(calendar)]
+    code, out, _ = run_preview([*argv, "-o", "json"], capsys)
+    assert code == 0
+    assert json.loads(out) == ["2027-03-01T09:00:00Z", "2027-03-03T09:00:00Z", "2027-03-05T09:00:00Z"]
+    code, out, _ = run_preview(argv, capsys)
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["1", "-", "2", "-", "3"]
+    assert lines[2].endswith("excluded") and lines[4].endswith("excluded")
+
+
+def test_an_exclude_file_of_a_scheduled_job_spec_and_its_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "job.yaml"
+    good.write_text('spec:\n  schedule: "0 9 * * *"\n  exclude:\n    - dates: ["2027-03-01"]\n')
+    code, out, _ = run_preview(
+        [
+            *("--schedule", "0 9 * * *", "--after", "2027-03-01T00:00:00Z", "--count", "1", "-o", "json"),
+            *("--exclude-file", str(good)),
+        ],
+        capsys,
+    )
+    assert (code, json.loads(out)) == (0, ["2027-03-02T09:00:00Z"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text('- from: "2027-03-01"\n')
+    code, _, err = run_preview(["--schedule", "0 9 * * *", "--exclude-file", str(bad)], capsys)
+    assert code == 2
+    assert "exclude[0].to: a range needs both from and to" in err
+    code, _, err = run_preview(["--schedule", "0 9 * * *", "--calendar-file", str(tmp_path / "none.yaml")], capsys)
+    assert code == 2 and "calendar-file" in err

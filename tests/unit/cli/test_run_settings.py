@@ -94,3 +94,12 @@ def test_every_flag_lands_in_its_group(tmp_path: Path) -> None:
 
 def test_the_flag_defaults_are_the_groups_defaults() -> None:
     assert run_cmd.settings_from(_args("--lease-namespace", "default"), environ={}) == Settings(identity="me")
+
+
+def test_the_tenancy_flags_land_in_their_groups() -> None:
+    settings = run_cmd.settings_from(_args("--max-job-template-bytes", "1024", "--metrics-auth"), environ={})
+    assert settings.webhook.max_job_template_bytes == 1024
+    assert settings.probes.metrics_auth is True
+    defaults = run_cmd.settings_from(_args(), environ={})
+    assert defaults.webhook.max_job_template_bytes == groups.DEFAULT_MAX_JOB_TEMPLATE_BYTES
+    assert defaults.probes.metrics_auth is False

@@ -24,7 +24,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from sundial import schedule
-from sundial.model import ScheduledJobSpec, ScheduledJobStatus, resource, status
+from sundial.model import ScheduledJobSpec, ScheduledJobStatus, calendars, resource, status
+from sundial.model.calendars import ScheduleCalendarSpec
 
 CRD_PATH = Path(__file__).parents[3] / "crds" / "sundial.dev_scheduledjobs.yaml"
 
@@ -37,6 +38,8 @@ LIST_BOUNDS = {
     "status.pendingRetries": status.MAX_PENDING_RETRIES,
     "status.recentRuns": status.MAX_RECENT_RUNS,
     "status.deadLetters": status.MAX_DEAD_LETTERS,
+    "status.buffered": status.MAX_BUFFERED,
+    "status.backfills": status.MAX_BACKFILLS,
 }
 
 #: Deliberate differences, each one the CRD being stricter than the model for values only the operator writes.
@@ -443,8 +446,43 @@ def test_the_cel_rules_name_their_field() -> None:
         *spec["x-kubernetes-validations"],
         *spec["properties"]["timeZone"]["x-kubernetes-validations"],
         *spec["properties"]["retry"]["properties"]["backoff"]["x-kubernetes-validations"],
+        *spec["properties"]["exclude"]["items"]["x-kubernetes-validations"],
     ]
-    assert len(rules) == 5
+    assert len(rules) == 10
     for rule in rules:
         text = rule.get("message") or rule["messageExpression"]
         assert "spec." in text, rule
+
+
+CALENDAR_CRD_PATH = CRD_PATH.parent / "sundial.dev_schedulecalendars.yaml"
+
+
+def calendar_crd() -> dict[str, Any]:
+    with CALENDAR_CRD_PATH.open(encoding="utf-8") as handle:
+        document: dict[str, Any] = yaml.safe_load(handle)
+    return document
+
+
+def test_the_schedule_calendar_schema_matches_its_model_field_by_field() -> None:
+    (version,) = calendar_crd()["spec"]["versions"]
+    problems = Mismatch()
+    compare_model(ScheduleCalendarSpec, version["schema"]["openAPIV3Schema"]["properties"]["spec"], "spec", problems)
+    assert problems == []
+
+
+def test_the_exclude_entries_are_the_same_in_both_crds() -> None:
+    (version,) = calendar_crd()["spec"]["versions"]
+    in_calendar = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["exclude"]["items"]
+    in_job = version_schema()["properties"]["spec"]["properties"]["exclude"]["items"]
+    assert in_calendar["properties"] == in_job["properties"]
+    assert in_calendar["x-kubernetes-validations"] == in_job["x-kubernetes-validations"]
+
+
+def test_the_schedule_calendar_crd_names_match_the_model_constants() -> None:
+    crd = calendar_crd()
+    assert crd["metadata"]["name"] == f"{calendars.CALENDAR_PLURAL}.{resource.GROUP}"
+    assert crd["spec"]["names"]["kind"] == calendars.CALENDAR_KIND
+    assert crd["spec"]["names"]["plural"] == calendars.CALENDAR_PLURAL
+    assert crd["spec"]["scope"] == "Namespaced"
+    (version,) = crd["spec"]["versions"]
+    assert version["name"] == resource.VERSION

@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from sundial.model import SpecError, parse_spec
+from sundial.model.calendars import CALENDAR_KIND, ScheduleCalendar
 
 REPO = Path(__file__).resolve().parents[3]
 CORPUS_DIR = REPO / "tests" / "invalid"
@@ -139,6 +140,11 @@ def test_the_corpus_covers_both_refusers() -> None:
 def test_every_sample_is_accepted(path: Path) -> None:
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
 
+    if document["kind"] == CALENDAR_KIND:
+        calendar = ScheduleCalendar.from_dict(document)
+        assert calendar.spec is not None, calendar.error
+        assert calendar.spec.exclude
+        return
     spec = parse_spec(document["spec"])
 
     assert spec.job_template.spec["template"]["spec"]["containers"]

@@ -262,3 +262,21 @@ def test_python_names_are_accepted_as_well_as_camel_case() -> None:
     raw["time_zone"] = "Europe/Berlin"
 
     assert ScheduledJobSpec.model_validate(raw).time_zone == "Europe/Berlin"
+
+
+@pytest.mark.parametrize("policy", ["BufferOne", "BufferAll"])
+def test_the_buffer_policies_parse(policy: str) -> None:
+    assert parse_spec(minimal(concurrencyPolicy=policy)).concurrency_policy == ConcurrencyPolicy(policy)
+
+
+def test_priority_defaults_to_zero_and_takes_its_bounds() -> None:
+    assert parse_spec(minimal()).priority == 0
+    assert parse_spec(minimal(priority=-100)).priority == -100
+    assert parse_spec(minimal(priority=100)).priority == 100
+
+
+@pytest.mark.parametrize("value", [101, -101, "5", 1.5, True])
+def test_a_bad_priority_names_the_field(value: Any) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(minimal(priority=value))
+    assert caught.value.first_field == "spec.priority"

@@ -9,6 +9,8 @@ from typing import Any
 
 from sundial.model import (
     ActiveRun,
+    BackfillProgress,
+    BufferedRun,
     Condition,
     Counters,
     DeadLetter,
@@ -97,11 +99,24 @@ def full_status() -> ScheduledJobStatus:
                 dead_lettered_at=NOON - timedelta(hours=1, minutes=30),
             ),
         ),
-        counters=Counters(runs=10, succeeded=7, failed=5, retried=3, missed=1, skipped=2, dead_lettered=1),
+        buffered=(BufferedRun(scheduled_time=NOON + timedelta(hours=2), trigger=Trigger.SCHEDULE, buffered_at=NOON),),
+        backfills=(
+            BackfillProgress(
+                token="b1",
+                from_=NOON - timedelta(days=2),
+                to=NOON - timedelta(days=1),
+                max_runs=50,
+                next_time=NOON - timedelta(days=1, hours=12),
+                started=12,
+                already_run=3,
+            ),
+        ),
+        counters=Counters(runs=10, succeeded=7, failed=5, retried=3, missed=1, skipped=2, dead_lettered=1, buffered=1),
         consecutive_dead_letters=1,
         circuit_generation=3,
         last_handled_trigger="2026-03-29T11:00:00Z",
         last_handled_redrive="r1",
+        last_handled_backfill="b1",
         finished_at=None,
     )
 
@@ -130,6 +145,10 @@ TIME_KEYS = (
     "startedAt",
     "finishedAt",
     "deadLetteredAt",
+    "bufferedAt",
+    "from",
+    "to",
+    "nextTime",
 )
 
 
@@ -221,3 +240,10 @@ def test_condition_looks_up_by_type() -> None:
     assert ready is not None
     assert ready.reason == "Scheduled"
     assert status.condition("Complete") is None
+
+
+def test_a_backfill_is_written_with_the_wire_names_from_and_to() -> None:
+    dumped = dump_status(full_status())
+    (entry,) = dumped["backfills"]
+    assert set(entry) >= {"token", "from", "to", "maxRuns", "nextTime", "started", "alreadyRun", "done"}
+    assert dumped["buffered"][0]["bufferedAt"].endswith("Z") and dumped["lastHandledBackfill"] == "b1"

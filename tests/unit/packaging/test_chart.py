@@ -33,6 +33,11 @@ PASS_THROUGH = {
     "affinity.podAffinity",
     "affinity.podAntiAffinity",
     "topologySpreadConstraints.[].labelSelector",
+    *(
+        f"networkPolicy.{port}From.[].{selector}"
+        for port in ("metrics", "health", "webhook")
+        for selector in ("podSelector", "namespaceSelector")
+    ),
 }
 #: Roles in the release namespace besides the operator's own (which, namespaced, live in the watched namespaces).
 SUPPORT_ROLES = ("-leader-election", "-webhook-certificate")
@@ -255,6 +260,7 @@ def test_rbac_is_least_privilege(rendered: Any, checks: Any) -> None:
         for m in manifests
         if m["kind"] in ("ClusterRole", "ClusterRoleBinding")
         and not m["metadata"]["name"].endswith("-webhook-ca-bundle")
+        and not _for_users(m)
     ]
     if values["watchNamespaces"]:
         assert not cluster_roles, "namespaced mode must not create cluster-scoped RBAC (but for the caBundle patch)"
@@ -269,6 +275,12 @@ def test_rbac_is_least_privilege(rendered: Any, checks: Any) -> None:
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": service_account, "namespace": NAMESPACE}]
 
 
+def _for_users(manifest: dict[str, Any]) -> bool:
+    """A ClusterRole that is not the operator's: aggregated into view/edit/admin, or the metrics reader."""
+    name = manifest["metadata"]["name"]
+    return name.endswith(("-editor", "-viewer", "-metrics-reader")) and manifest["kind"] == "ClusterRole"
+
+
 def test_the_leader_election_role_is_confined_to_the_release_namespace(rendered: Any, checks: Any) -> None:
     values, manifests = rendered
     prefix = values["leaderElection"]["leaseNamePrefix"]
@@ -278,17 +290,18 @@ def test_the_leader_election_role_is_confined_to_the_release_namespace(rendered:
     assert f"--lease-name-prefix={prefix}" in container["args"]
 
 
-def test_the_crds_are_rendered_from_crds(rendered: Any, source_crd: Any) -> None:
+def test_the_crds_are_rendered_from_crds(rendered: Any, source_crds: Any) -> None:
     values, manifests = rendered
     crds = [m for m in manifests if m["kind"] == "CustomResourceDefinition"]
     if not values["crds"]["enabled"]:
         assert crds == []
         return
-    (crd,) = crds
-    assert {k: v for k, v in crd.items() if k != "metadata"} == {k: v for k, v in source_crd.items() if k != "metadata"}
-    assert crd["metadata"]["name"] == source_crd["metadata"]["name"]
-    keep = (crd["metadata"].get("annotations") or {}).get("helm.sh/resource-policy")
-    assert keep == ("keep" if values["crds"]["keep"] else None)
+    assert sorted(crd["metadata"]["name"] for crd in crds) == sorted(source_crds)
+    for crd in crds:
+        source = source_crds[crd["metadata"]["name"]]
+        assert {k: v for k, v in crd.items() if k != "metadata"} == {k: v for k, v in source.items() if k != "metadata"}
+        keep = (crd["metadata"].get("annotations") or {}).get("helm.sh/resource-policy")
+        assert keep == ("keep" if values["crds"]["keep"] else None)
 
 
 def test_namespaced_objects_land_in_the_release_namespace(rendered: Any) -> None:
@@ -303,6 +316,8 @@ def test_namespaced_objects_land_in_the_release_namespace(rendered: Any) -> None
             "ValidatingAdmissionPolicyBinding",
         ):
             assert "namespace" not in m["metadata"]
+        elif m["kind"] == "ResourceQuota":
+            assert m["metadata"]["namespace"] in values["resourceQuota"]["namespaces"]
         elif m["kind"] in ("Role", "RoleBinding") and not m["metadata"]["name"].endswith(SUPPORT_ROLES):
             assert m["metadata"]["namespace"] in values["watchNamespaces"]
         elif m["kind"] == "ConfigMap" and m["metadata"]["name"].endswith(("-kube-state-metrics", "-grafana-dashboard")):

@@ -13,6 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 NAMESPACE = "sundial-system"
+#: The server-side fencing policy (config/fencing), tested in test_fencing_policy.py.
+FENCING = "sundial-fencing"
 LAYERS = ("crd", "rbac", "manager", "prometheus", "default", "argocd-component")
 
 
@@ -46,12 +48,21 @@ def test_default_holds_the_namespace_crd_rbac_and_operator(default: list[dict[st
         [
             "Namespace",
             "CustomResourceDefinition",
+            "CustomResourceDefinition",
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",
             "Role",
             "RoleBinding",
             "Deployment",
+            # Aggregated into the built-in edit/admin and view roles.
+            "ClusterRole",
+            "ClusterRole",
+            # config/admission-policies: requester authority, and no ScheduledJobs in the operator's namespace.
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
             # config/webhook, with the certificate managed by the operator:
             "Service",
             "Secret",
@@ -77,19 +88,23 @@ def test_namespaced_objects_land_in_sundial_system(default: list[dict[str, Any]]
             "ValidatingWebhookConfiguration",
         ):
             assert "namespace" not in m["metadata"], m["kind"]
+        elif m["kind"].startswith("ValidatingAdmissionPolicy"):
+            continue  # cluster-scoped, but kustomize v5.5 does not know it (kubectl ignores the namespace)
         else:
             assert m["metadata"]["namespace"] == NAMESPACE, m["kind"]
     labels = checks.one(default, "Namespace")["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
-def test_the_crd_is_the_single_source_in_crds(default: list[dict[str, Any]], checks: Any, source_crd: Any) -> None:
-    assert checks.one(default, "CustomResourceDefinition") == _with_labels(source_crd, default, checks)
+def test_the_crd_is_the_single_source_in_crds(default: list[dict[str, Any]], checks: Any, source_crds: Any) -> None:
+    built = {m["metadata"]["name"]: m for m in default if m["kind"] == "CustomResourceDefinition"}
+    assert sorted(built) == sorted(source_crds)
+    for name, crd in built.items():
+        assert crd == _with_labels(source_crds[name], crd)
 
 
-def _with_labels(source: dict[str, Any], default: list[dict[str, Any]], checks: Any) -> dict[str, Any]:
+def _with_labels(source: dict[str, Any], built: dict[str, Any]) -> dict[str, Any]:
     # config/default adds its common labels to every object; the rest must be the same.
-    built = checks.one(default, "CustomResourceDefinition")
     expected = {**source, "metadata": {**source["metadata"], "labels": built["metadata"]["labels"]}}
     assert set(source["metadata"].get("labels", {}).items()) <= set(built["metadata"]["labels"].items())
     return expected
@@ -265,7 +280,7 @@ def test_the_cert_manager_component_swaps_the_operators_certificate_for_cert_man
     assert not [a for a in container["args"] if a.startswith(("--webhook-cert-secret", "--webhook-configuration"))]
     volume = next(v for v in pod["volumes"] if v["name"] == "webhook-tls")
     assert volume["secret"]["secretName"] == certificate["spec"]["secretName"]
-    assert checks.grants(checks.one(with_cert_manager, "ClusterRole")["rules"]) == {
+    assert checks.grants(checks.one(with_cert_manager, "ClusterRole", "sundial-operator")["rules"]) == {
         k: set(v) for k, v in checks.operator_rules.items()
     }
     checks.no_wildcards_or_sensitive_access(with_cert_manager)
@@ -275,3 +290,49 @@ def test_the_cert_manager_component_swaps_the_operators_certificate_for_cert_man
 def pod_labels(deployment: dict[str, Any]) -> dict[str, str]:
     labels: dict[str, str] = deployment["spec"]["template"]["metadata"]["labels"]
     return labels
+
+
+def _by_kind(manifests: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {m["metadata"]["name"]: m for m in manifests if m["kind"] == kind}
+
+
+def test_the_admission_policies_are_on_and_bound(default: list[dict[str, Any]]) -> None:
+    policies = _by_kind(default, "ValidatingAdmissionPolicy")
+    bindings = _by_kind(default, "ValidatingAdmissionPolicyBinding")
+    for found in (policies, bindings):  # the fencing policy: test_fencing_policy.py
+        found.pop(FENCING, None)
+    assert set(policies) == set(bindings) == {"sundial-requester-authority", "sundial-operator-namespace"}
+    for name, binding in bindings.items():
+        assert binding["spec"]["policyName"] == name
+        assert binding["spec"]["validationActions"] == ["Deny"]
+    (validation,) = policies["sundial-requester-authority"]["spec"]["validations"]
+    assert "resource('jobs')" in validation["expression"] and "check('create')" in validation["expression"]
+    assert "matchResources" not in bindings["sundial-requester-authority"]["spec"]
+    (selected,) = bindings["sundial-operator-namespace"]["spec"]["matchResources"]["namespaceSelector"][
+        "matchExpressions"
+    ]
+    assert selected == {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [NAMESPACE]}
+
+
+def test_the_kustomize_and_chart_policies_check_the_same(default: list[dict[str, Any]]) -> None:
+    # One contract, two installs: everything but names, labels and the hint in the message is equal.
+    chart = ROOT / "charts" / "sundial" / "templates" / "admission-policies.yaml"
+    text = " ".join(chart.read_text().split())
+    for name, policy in _by_kind(default, "ValidatingAdmissionPolicy").items():
+        if name == FENCING:
+            continue  # rendered from its own template: test_fencing_policy.py
+        spec = policy["spec"]
+        assert spec["matchConditions"][0]["expression"] in text, name
+        for validation in spec["validations"]:
+            assert validation["expression"] in text, name
+        assert spec["failurePolicy"] == "Fail"
+
+
+def test_the_aggregated_roles_extend_edit_admin_and_view(default: list[dict[str, Any]]) -> None:
+    roles = _by_kind(default, "ClusterRole")
+    editor, viewer = roles["sundial-scheduledjob-editor"], roles["sundial-scheduledjob-viewer"]
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+    assert viewer["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert set(viewer["rules"][0]["verbs"]) == {"get", "list", "watch"}
+    assert {"create", "update", "patch", "delete"} <= set(editor["rules"][0]["verbs"])

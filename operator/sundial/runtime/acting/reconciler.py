@@ -155,7 +155,12 @@ class Reconciler:
         claimed = False
         for _ in range(MAX_REPLANS):
             obj = model.ScheduledJob.from_dict(body)
-            context = Context(now=self._clock(), fencing_token=self._lead.fencing_token(shard))
+            refs = obj.spec.calendar_refs if obj.spec is not None else ()
+            context = Context(
+                now=self._clock(),
+                fencing_token=self._lead.fencing_token(shard),
+                calendars=self._store.calendars.for_object(key[0], refs),
+            )
             plan = self._plan(obj, self._observed(key), context)
             if plan.write_status:
                 self._lead.check(shard)

@@ -1,8 +1,10 @@
 """ONE loop that sleeps until the earliest due time (or a change), then reconciles due keys.
 
-Due keys go through a :class:`FairQueue` (round-robin across namespaces) and run with bounded
-concurrency (a semaphore). A key is never reconciled twice at once: a change that arrives while it is
-in flight marks it dirty, and it is queued again as soon as the running pass ends.
+Due keys go through a :class:`PriorityQueue` (``spec.priority`` with ageing, then round-robin across
+namespaces) and run with bounded concurrency (a semaphore). The priority of a key is asked of
+``priority_of`` (the store keeps it beside the deflated object, so nothing is decoded for it). A key is
+never reconciled twice at once: a change that arrives while it is in flight marks it dirty, and it is
+queued again as soon as the running pass ends.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from datetime import datetime, timedelta
 
 from sundial.kube import errors
 from sundial.runtime.dispatch.dueindex import DueIndex
-from sundial.runtime.dispatch.fairness import FairQueue
+from sundial.runtime.dispatch.fairness import PriorityQueue
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.watch.store import Key
 
@@ -37,12 +39,14 @@ class Dispatcher:
         max_concurrency: int,
         clock: Callable[[], datetime],
         on_index_size: Callable[[int], None] = lambda size: None,
+        priority_of: Callable[[Key], int] = lambda key: 0,
     ) -> None:
         self._reconcile = reconcile
         self._clock = clock
         self._on_index_size = on_index_size
+        self._priority_of = priority_of
         self.index: DueIndex[Key] = DueIndex()
-        self.queue = FairQueue()
+        self.queue = PriorityQueue(clock=clock)
         self._slots = asyncio.Semaphore(max_concurrency)
         self._wakeup = asyncio.Event()
         self._inflight: set[Key] = set()
@@ -71,7 +75,7 @@ class Dispatcher:
             while not stopping.is_set():
                 self._wakeup.clear()
                 for due in self.index.pop_due(self._clock()):
-                    self.queue.push(due)
+                    self.queue.push(due, priority=self._priority_of(due))
                 while len(self.queue) and not self._slots.locked():
                     key = self.queue.pop()
                     if key is None:

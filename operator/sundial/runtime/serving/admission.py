@@ -11,6 +11,10 @@ module registers it as kopf's ``@kopf.on.validate`` handler and serves it with :
   last segment, and a request to any other path runs *no* handler and is allowed.
 * The refusal is a :class:`kopf.AdmissionError` with code 422 and a message naming every invalid field:
   ``ScheduledJob.sundial.dev "NAME" is invalid: spec.schedule: …; spec.timeZone: …``.
+* A ``spec.jobTemplate`` larger than ``--max-job-template-bytes`` (default 256 KiB of compact JSON, 0: no
+  limit) is refused too: every replica keeps every ScheduledJob in memory, and CEL has no size of an object.
+  Who may write a jobTemplate at all (``create`` on ``batch/jobs``) is the API server's own check, a
+  ValidatingAdmissionPolicy of the chart and of ``config/admission-policies``, not this webhook's.
 * An UPDATE that leaves ``spec`` unchanged, or of an object being deleted, is allowed even if the spec is
   invalid: an object stored before the webhook existed must still take labels, annotations and finalizer
   removals, or it could never be cleaned up. (Status writes go to the ``/status`` subresource, which the
@@ -27,7 +31,8 @@ module registers it as kopf's ``@kopf.on.validate`` handler and serves it with :
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
+import json
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 import kopf
@@ -47,18 +52,48 @@ OPERATIONS: tuple[Literal["CREATE", "UPDATE"], ...] = ("CREATE", "UPDATE")
 
 REFUSAL_CODE = 422
 
+KIB = 1024
+JOB_TEMPLATE_PATH = "spec.jobTemplate"
 
-def problems(body: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[model.SpecProblem]:
-    """What is wrong with BODY's spec (empty: admit it). OLD is the stored object of an UPDATE."""
+
+def serialized_size(value: Any) -> int:
+    """Bytes of VALUE as compact JSON (UTF-8): how the limit measures a jobTemplate."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def size_problem(spec: Mapping[str, Any], *, limit: int) -> model.SpecProblem | None:
+    """``spec.jobTemplate`` over LIMIT bytes (0: no limit), or None."""
+    if limit <= 0 or "jobTemplate" not in spec:
+        return None
+    size = serialized_size(spec["jobTemplate"])
+    if size <= limit:
+        return None
+    readable = f"{limit // KIB} KiB" if limit % KIB == 0 else f"{limit} bytes"
+    return model.SpecProblem(
+        path=JOB_TEMPLATE_PATH,
+        message=f"is {size} bytes of JSON, over the limit of {limit} bytes ({readable}, --max-job-template-bytes)",
+    )
+
+
+def problems(
+    body: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, max_job_template_bytes: int = 0
+) -> list[model.SpecProblem]:
+    """What is wrong with BODY's spec (empty: admit it). OLD is the stored object of an UPDATE;
+    MAX_JOB_TEMPLATE_BYTES bounds ``spec.jobTemplate`` (0: no bound)."""
     if old is not None:
         metadata = body.get("metadata") or {}
         if metadata.get("deletionTimestamp") or body.get("spec") == old.get("spec"):
             return []
+    spec = body.get("spec") or {}
+    found: list[model.SpecProblem] = []
+    too_big = size_problem(spec, limit=max_job_template_bytes)
+    if too_big is not None:
+        found.append(too_big)
     try:
-        model.parse_spec(body.get("spec") or {})
+        model.parse_spec(spec)
     except model.SpecError as error:
-        return list(error.problems) or [model.SpecProblem(path="spec", message=str(error))]
-    return []
+        found.extend(error.problems or [model.SpecProblem(path="spec", message=str(error))])
+    return found
 
 
 def refusal_message(body: Mapping[str, Any], found: list[model.SpecProblem]) -> str:
@@ -69,19 +104,31 @@ def refusal_message(body: Mapping[str, Any], found: list[model.SpecProblem]) -> 
     return f'{model.resource.KIND}.{model.resource.GROUP} "{name}" is invalid: {fields}'
 
 
-async def validate_scheduled_job(
-    body: Mapping[str, Any],
-    old: Mapping[str, Any] | None = None,
-    operation: str | None = None,
-    **_: Any,
-) -> None:
+Handler = Callable[..., Awaitable[None]]
+
+
+def validator(*, max_job_template_bytes: int = 0) -> Handler:
     """kopf's validating handler: returns (admit) or raises :class:`kopf.AdmissionError` (refuse, 422)."""
-    found = problems(body, old=old if operation == "UPDATE" else None)
-    if found:
-        raise kopf.AdmissionError(refusal_message(body, found), code=REFUSAL_CODE)
+
+    async def validate_scheduled_job(
+        body: Mapping[str, Any],
+        old: Mapping[str, Any] | None = None,
+        operation: str | None = None,
+        **_: Any,
+    ) -> None:
+        stored = old if operation == "UPDATE" else None
+        found = problems(body, old=stored, max_job_template_bytes=max_job_template_bytes)
+        if found:
+            raise kopf.AdmissionError(refusal_message(body, found), code=REFUSAL_CODE)
+
+    return validate_scheduled_job
 
 
-def register(registry: Any) -> None:
+validate_scheduled_job = validator()
+"""The handler without a size limit."""
+
+
+def register(registry: Any, *, max_job_template_bytes: int = 0) -> None:
     """Add the validating handler to a kopf registry."""
     kopf.on.validate(
         model.resource.GROUP,
@@ -90,7 +137,7 @@ def register(registry: Any) -> None:
         id=WEBHOOK_ID,
         operations=list(OPERATIONS),
         registry=registry,
-    )(validate_scheduled_job)
+    )(validator(max_job_template_bytes=max_job_template_bytes))
 
 
 def can_self_sign() -> bool:
@@ -136,7 +183,7 @@ def configure(
     """Register the handler and its server when ``--webhook-port`` is set; otherwise do nothing."""
     if not settings.port:
         return
-    register(registry)
+    register(registry, max_job_template_bytes=settings.max_job_template_bytes)
     kopf_settings.admission.server = webhook_server(settings, tls=tls)
     if settings.managed:
         kopf_settings.admission.managed = settings.managed

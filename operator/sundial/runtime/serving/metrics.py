@@ -86,15 +86,10 @@ class Metrics:
             "sundial_attempts_failed", "Attempts whose Job failed or was lost (each may be retried).", registry=r
         )
         self.retried = Counter("sundial_attempts_retried", "Retry attempts started (attempt 2 on).", registry=r)
+        self.excluded = Counter("sundial_runs_excluded", "Nominal times not run: excluded (spec.exclude).", registry=r)
+        self.buffered = Counter("sundial_runs_buffered", "Runs that waited for an active run to end.", registry=r)
         #: Each ``status.counters`` field and the metric that counts its increases.
-        self.by_status_counter = {
-            StatusCounter.MISSED: self.missed,
-            StatusCounter.SKIPPED: self.skipped,
-            StatusCounter.DEAD_LETTERED: self.dead_lettered,
-            StatusCounter.SUCCEEDED: self.succeeded,
-            StatusCounter.FAILED: self.attempts_failed,
-            StatusCounter.RETRIED: self.retried,
-        }
+        self.by_status_counter = self._by_status_counter()
         self.active_runs = Gauge("sundial_active_runs", "Runs with an active attempt.", registry=r)
         self.leases_held = Gauge("sundial_leases_held", "Shard Leases this replica holds.", registry=r)
         self.shards_assigned = Gauge(
@@ -138,6 +133,18 @@ class Metrics:
             buckets=API_BUCKETS,
             registry=r,
         )
+
+    def _by_status_counter(self) -> dict[StatusCounter, Counter]:
+        return {
+            StatusCounter.MISSED: self.missed,
+            StatusCounter.SKIPPED: self.skipped,
+            StatusCounter.DEAD_LETTERED: self.dead_lettered,
+            StatusCounter.SUCCEEDED: self.succeeded,
+            StatusCounter.FAILED: self.attempts_failed,
+            StatusCounter.RETRIED: self.retried,
+            StatusCounter.EXCLUDED: self.excluded,
+            StatusCounter.BUFFERED: self.buffered,
+        }
 
     def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
         self.api_requests.labels(verb=verb, resource=resource, code=code).inc()

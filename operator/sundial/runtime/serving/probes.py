@@ -1,4 +1,5 @@
-"""``/healthz``, ``/readyz`` and ``/metrics`` over aiohttp (never a thread)."""
+"""``/healthz``, ``/readyz`` and ``/metrics`` over aiohttp (never a thread); with ``--metrics-auth``,
+``/metrics`` only for clients :class:`sundial.runtime.serving.access.MetricsAccess` allows."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from sundial.runtime.serving.access import MetricsAccess, Verdict
 
 
 def health_app(
@@ -33,8 +36,22 @@ def health_app(
     return app
 
 
-def metrics_app(registry: CollectorRegistry) -> web.Application:
-    async def metrics(_: web.Request) -> web.Response:
+REFUSALS = {
+    Verdict.UNAUTHENTICATED: "unauthenticated: send a bearer token the API server accepts\n",
+    Verdict.FORBIDDEN: "forbidden: the token's user may not get the non-resource URL /metrics\n",
+    Verdict.UNAVAILABLE: "cannot review the client now: the API server did not answer\n",
+}
+
+
+def metrics_app(registry: CollectorRegistry, *, access: MetricsAccess | None = None) -> web.Application:
+    """``/metrics``; with ACCESS, only for a bearer token it allows (401, 403 or 503 otherwise)."""
+
+    async def metrics(request: web.Request) -> web.Response:
+        if access is not None:
+            verdict = await access.verdict(request.headers)
+            if verdict is not Verdict.ALLOWED:
+                headers = {"WWW-Authenticate": 'Bearer realm="sundial"'} if verdict is Verdict.UNAUTHENTICATED else {}
+                return web.Response(status=int(verdict), text=REFUSALS[verdict], headers=headers)
         body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 

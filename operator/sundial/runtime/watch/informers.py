@@ -1,10 +1,11 @@
 """kopf as the informer and process frame only (DESIGN §7).
 
-* Two ``@kopf.on.event`` handlers (ScheduledJobs; Jobs labelled ``sundial.dev/scheduledjob``) feed the
-  store and return None. No changing handlers, daemons, timers or mandatory deletion handlers exist,
-  so kopf never computes a diff-base, stores progress, or adds a finalizer: in kopf 1.45
-  ``process_resource_causes`` only patches an object for changing/spawning causes; a registry with only
-  watching handlers leaves the object untouched (and would even remove a stale kopf finalizer).
+* Three ``@kopf.on.event`` handlers (ScheduledJobs; ScheduleCalendars; Jobs labelled
+  ``sundial.dev/scheduledjob``) feed the store and return None. No changing handlers, daemons, timers
+  or mandatory deletion handlers exist, so kopf never computes a diff-base, stores progress, or adds a
+  finalizer: in kopf 1.45 ``process_resource_causes`` only patches an object for changing/spawning
+  causes; a registry with only watching handlers leaves the object untouched (and would even remove a
+  stale kopf finalizer).
 * The Job label selector is sent to the API server (``settings.watching.label_selectors``: kopf 1.45
   adds it as ``labelSelector`` to both the initial LIST and the WATCH). The handler's own ``labels=``
   filter is client-side only in kopf, so it is kept merely as a second guard.
@@ -120,9 +121,10 @@ def registry(
     configuration: Any,
     on_scheduled_job: EventFn,
     on_job: EventFn,
+    on_calendar: EventFn,
     on_login: Callable[[], None] = lambda: None,
 ) -> Any:
-    """A fresh kopf registry (no module-level handlers) with the login and the two event handlers."""
+    """A fresh kopf registry (no module-level handlers) with the login and the three event handlers."""
     reg = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=reg)
@@ -134,6 +136,10 @@ def registry(
     @kopf.on.event(model.resource.GROUP, model.resource.VERSION, model.resource.PLURAL, registry=reg)
     async def scheduled_job_event(event: Mapping[str, Any], **_: Any) -> None:
         on_scheduled_job(event.get("type"), event.get("object") or {})
+
+    @kopf.on.event(model.resource.GROUP, model.resource.VERSION, model.calendars.CALENDAR_PLURAL, registry=reg)
+    async def schedule_calendar_event(event: Mapping[str, Any], **_: Any) -> None:
+        on_calendar(event.get("type"), event.get("object") or {})
 
     @kopf.on.event("batch", "v1", "jobs", labels={names.SCHEDULED_JOB_LABEL: kopf.PRESENT}, registry=reg)
     async def job_event(event: Mapping[str, Any], **_: Any) -> None:

@@ -1,5 +1,7 @@
 """What each watch event does: keep the object in the store and wake its key in the dispatcher.
 
+A ScheduleCalendar event wakes the keys of the ScheduledJobs that refer to it (the store's reverse index).
+
 An event whose object the store already holds at the same resourceVersion wakes nothing. That is mostly
 the echo of a status write the reconciler has just kept (every run and every first pass writes one), or
 kopf's re-list after a watch restart: re-planning it would only find that nothing changed, and with many
@@ -42,6 +44,13 @@ class Intake:
             self._reconciler.forget(key)
         elif not self._store.holds(body):
             self._dispatcher.touch(self._store.put_scheduled_job(body))
+        self._listing.check()
+
+    def calendar(self, kind: str | None, body: Mapping[str, Any]) -> None:
+        """A ScheduleCalendar changed: re-plan every ScheduledJob that refers to it (and only those)."""
+        keys = self._store.drop_calendar(body) if kind == "DELETED" else self._store.put_calendar(body)
+        for key in sorted(keys):
+            self._dispatcher.touch(key)
         self._listing.check()
 
     def job(self, kind: str | None, body: Mapping[str, Any]) -> None:

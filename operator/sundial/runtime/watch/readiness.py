@@ -1,5 +1,8 @@
 """Ready once the initial state is indexed: our own LIST says which UIDs exist; the store must see them.
 
+ScheduledJobs, their Jobs and ScheduleCalendars are listed: no ScheduledJob is planned before the calendars it
+refers to are indexed (it would be reported ``CalendarNotFound`` for a moment at every start).
+
 The LIST is paged (:data:`PAGE_SIZE` objects per request) and only UIDs are kept from each page: a single
 LIST of every ScheduledJob would decode into all their bodies as Python objects at once, and that peak
 would stay the process's high-water mark (RSS) long after it is dropped.
@@ -29,6 +32,8 @@ class Lister(Protocol):
     def job_pages(
         self, *, namespace: str | None, label_selector: str, limit: int
     ) -> AsyncIterator[list[dict[str, Any]]]: ...
+
+    def schedule_calendar_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]: ...
 
 
 class InitialListing:
@@ -67,6 +72,8 @@ class InitialListing:
             async for page in api.scheduled_job_pages(namespace=scope, limit=PAGE_SIZE):
                 uids.update(str(body["metadata"]["uid"]) for body in page)
             async for page in api.job_pages(namespace=scope, label_selector=names.SCHEDULED_JOB_LABEL, limit=PAGE_SIZE):
+                uids.update(str(body["metadata"]["uid"]) for body in page)
+            async for page in api.schedule_calendar_pages(namespace=scope, limit=PAGE_SIZE):
                 uids.update(str(body["metadata"]["uid"]) for body in page)
         return uids
 

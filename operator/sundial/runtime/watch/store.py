@@ -1,4 +1,5 @@
-"""The in-memory view built from watch events: ScheduledJobs by key, Jobs grouped by their owner.
+"""The in-memory view built from watch events: ScheduledJobs by key, Jobs grouped by their owner, and
+ScheduleCalendars with the reverse index calendar -> referring ScheduledJobs (:mod:`.calendars`).
 
 Jobs are grouped by (namespace, ``sundial.dev/scheduledjob`` label value), so a Job seen before its
 ScheduledJob is still found later. A Job deleted while the owner's status may still list it as active
@@ -12,8 +13,9 @@ again for each pass. Not kept: ``managedFields`` (server-side apply makes it the
 labels, other annotations (``kubectl.kubernetes.io/last-applied-configuration`` is a second copy of the
 object), ownerReferences, finalizers; the JSON is deflated (:class:`_Codec`). A Job is kept only as the
 :class:`ObservedJob` the planner is given (a Job body is larger still). The UIDs seen for readiness are kept
-only until the initial state is indexed (:meth:`Store.stop_tracking_uids`). The sizes per object, measured
-with ``python -m bench.memory``, are in docs/benchmarks.md.
+only until the initial state is indexed (:meth:`Store.stop_tracking_uids`). ``spec.priority`` is kept beside
+the blob, in a dict holding only the objects whose priority is not 0, so dispatch orders keys without
+decoding anything. The sizes per object, measured with ``python -m bench.memory``, are in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from typing import Any
 import orjson
 
 from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType
+from sundial.model.spec import MAX_PRIORITY, MIN_PRIORITY
 from sundial.planner import names
 from sundial.planner.observed import ObservedJob
 from sundial.runtime.watch import jobs
+from sundial.runtime.watch.calendars import Calendars, refs_of
 
 Key = tuple[str, str]
 """(namespace, name) of a ScheduledJob."""
@@ -157,14 +161,27 @@ def slim_scheduled_job(body: Mapping[str, Any]) -> dict[str, Any]:
     return slim
 
 
+def priority_of(body: Mapping[str, Any]) -> int:
+    """``spec.priority`` of a ScheduledJob body, read without the model: an integer within the CRD's bounds,
+    else 0 (an invalid spec is reported by the planner; dispatch only needs an order)."""
+    value = (body.get("spec") or {}).get("priority", 0)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return value if MIN_PRIORITY <= value <= MAX_PRIORITY else 0
+
+
 class Store:
     def __init__(self) -> None:
         self._scheduled_jobs: dict[Key, bytes] = {}
+        self._priorities: dict[Key, int] = {}
+        """``spec.priority`` of the keys whose priority is not 0 (most objects keep the default)."""
         self._codec = _Codec()
         self._jobs: dict[tuple[str, str], dict[str, ObservedJob]] = {}
         self._tombstones: dict[tuple[str, str], dict[str, ObservedJob]] = {}
         self._seen: set[str] | None = set()
         self._fresh: list[str] = []
+        self.calendars = Calendars()
+        """ScheduleCalendars and the reverse index calendar -> referring ScheduledJob keys."""
 
     # ScheduledJobs ---------------------------------------------------------------------------------
 
@@ -177,6 +194,12 @@ class Store:
         clear = f"{meta.get('uid', '')} {meta.get('resourceVersion', '')}".encode()
         header = len(clear).to_bytes(_HEADER_LENGTH, "big") + clear
         self._scheduled_jobs[key] = header + self._codec.encode(slim_scheduled_job(body))
+        self.calendars.refer(key, refs_of(body))
+        priority = priority_of(body)
+        if priority:
+            self._priorities[key] = priority
+        else:
+            self._priorities.pop(key, None)
         self._seen_uid(body)
         return key
 
@@ -201,8 +224,22 @@ class Store:
     def drop_scheduled_job(self, body: Mapping[str, Any]) -> Key:
         key = key_of(body)
         self._scheduled_jobs.pop(key, None)
+        self.calendars.forget(key)
+        self._priorities.pop(key, None)
         self._seen_uid(body)
         return key
+
+    # ScheduleCalendars -----------------------------------------------------------------------------
+
+    def put_calendar(self, body: Mapping[str, Any]) -> set[Key]:
+        """Keep a ScheduleCalendar; returns the keys of the ScheduledJobs that refer to it."""
+        self._seen_uid(body)
+        return self.calendars.put(body)
+
+    def drop_calendar(self, body: Mapping[str, Any]) -> set[Key]:
+        """Forget a deleted ScheduleCalendar; returns the keys of the ScheduledJobs that refer to it."""
+        self._seen_uid(body)
+        return self.calendars.drop(body)
 
     def scheduled_job(self, key: Key) -> dict[str, Any] | None:
         """A fresh dict on every call (decoded from the kept JSON): only the fields listed above."""
@@ -218,6 +255,10 @@ class Store:
         if kept is None:
             return None
         return _header(kept).partition(b" ")[0].decode()
+
+    def priority(self, key: Key) -> int:
+        """``spec.priority`` of the kept ScheduledJob (0 if unset or unknown; nothing is decoded)."""
+        return self._priorities.get(key, 0)
 
     def scheduled_job_keys(self) -> Iterator[Key]:
         return iter(list(self._scheduled_jobs))

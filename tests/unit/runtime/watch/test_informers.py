@@ -15,6 +15,10 @@ SCHEDULED_JOBS = references.Resource(
     "sundial.dev", "v1alpha1", "scheduledjobs", kind="ScheduledJob", singular="scheduledjob",
     namespaced=True, verbs=["list", "watch"],
 )  # fmt: skip
+CALENDARS = references.Resource(
+    "sundial.dev", "v1alpha1", "schedulecalendars", kind="ScheduleCalendar", singular="schedulecalendar",
+    namespaced=True, verbs=["list", "watch"],
+)  # fmt: skip
 
 
 def test_jobs_are_selected_by_label_on_the_server_and_scheduled_jobs_are_not_filtered() -> None:
@@ -40,12 +44,13 @@ def test_only_watching_handlers_so_kopf_never_patches_annotations_or_finalizers(
         configuration=None,
         on_scheduled_job=lambda kind, body: seen.append((kind, body)),
         on_job=lambda kind, body: seen.append((kind, body)),
+        on_calendar=lambda kind, body: seen.append((kind, body)),
     )
-    for resource in (JOBS, SCHEDULED_JOBS):
+    for resource in (JOBS, SCHEDULED_JOBS, CALENDARS):
         assert registry._watching.has_handlers(resource=resource)
         assert not registry._changing.has_handlers(resource=resource)
         assert not registry._spawning.has_handlers(resource=resource)
-    assert len(registry._watching.get_all_handlers()) == 2
+    assert len(registry._watching.get_all_handlers()) == 3
 
 
 async def test_handlers_hand_the_raw_event_to_the_store_and_return_none() -> None:
@@ -54,10 +59,11 @@ async def test_handlers_hand_the_raw_event_to_the_store_and_return_none() -> Non
         configuration=None,
         on_scheduled_job=lambda kind, body: seen.append(("sj", kind)),
         on_job=lambda kind, body: seen.append(("job", kind)),
+        on_calendar=lambda kind, body: seen.append(("calendar", kind)),
     )
     for handler in registry._watching.get_all_handlers():
         assert await handler.fn(event={"type": "ADDED", "object": {}}) is None
-    assert sorted(seen) == [("job", "ADDED"), ("sj", "ADDED")]
+    assert sorted(seen) == [("calendar", "ADDED"), ("job", "ADDED"), ("sj", "ADDED")]
 
 
 def test_the_diff_base_essence_is_empty_so_kopf_deep_copies_nothing_per_event() -> None:

@@ -13,8 +13,8 @@ from sundial.runtime.watch.store import Store
 class Lister:
     """Pages of ``limit`` objects, as the API server hands them out with ``continue`` tokens."""
 
-    def __init__(self, sjs: list[str], jobs: list[str]) -> None:
-        self.sjs, self.jobs = sjs, jobs
+    def __init__(self, sjs: list[str], jobs: list[str], calendars: list[str] | None = None) -> None:
+        self.sjs, self.jobs, self.calendars = sjs, jobs, calendars or []
         self.limits: list[int] = []
 
     async def _pages(self, uids: list[str], limit: int) -> AsyncIterator[list[dict[str, Any]]]:
@@ -29,6 +29,9 @@ class Lister:
         self, *, namespace: str | None, label_selector: str, limit: int
     ) -> AsyncIterator[list[dict[str, Any]]]:
         return self._pages(self.jobs, limit)
+
+    def schedule_calendar_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]:
+        return self._pages(self.calendars, limit)
 
 
 def _sj(uid: str) -> dict[str, Any]:
@@ -121,4 +124,18 @@ async def test_each_indexed_uid_is_looked_at_once_not_the_whole_expected_set_per
         listing.check()
     assert listing.ready.is_set()
     assert CountingStore.lookups == 0  # was n*(n-1)/2 with a full pass per event
+    await asyncio.wait_for(task, timeout=1)
+
+
+async def test_not_ready_until_the_listed_calendars_were_seen_too() -> None:
+    store = Store()
+    listing = InitialListing(store)
+    task = asyncio.create_task(listing.load(Lister(["a"], [], ["holidays-uid"]), (), recheck=0.01))
+    await asyncio.sleep(0.02)
+    store.put_scheduled_job(_sj("a"))
+    listing.check()
+    assert not listing.ready.is_set()
+    store.put_calendar({"metadata": {"name": "holidays", "namespace": "ns", "uid": "holidays-uid"}, "spec": {}})
+    listing.check()
+    assert listing.ready.is_set()
     await asyncio.wait_for(task, timeout=1)

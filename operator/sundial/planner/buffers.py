@@ -1,0 +1,75 @@
+"""Buffered overlap: ``concurrencyPolicy: BufferOne | BufferAll`` (DESIGN §10.2, Temporal's ``BUFFER_ONE`` /
+``BUFFER_ALL``).
+
+A new run that comes due while another run is active or waiting for a retry (or while earlier runs are
+already buffered) is not skipped but kept in ``status.buffered`` with its nominal time and trigger
+(counted ``buffered``, Event ``RunBuffered``). Because the buffer is in status, a restart or a failover
+keeps it, and a buffered run keeps the Job name and idempotency key of its nominal time (exactly once).
+``BufferOne`` keeps at most one waiting run - a later one is skipped (counted ``skipped``, Event
+``RunSkipped``); ``BufferAll`` keeps up to :data:`~sundial.model.status.MAX_BUFFERED`, oldest first.
+
+When no run is active or waiting for a retry, the oldest buffered run starts (one per pass: the next
+one waits for it in turn). ``spec.suspend`` does not hold back a run already buffered (it was due before);
+an open dead-letter circuit and deletion do. If the policy is changed away from a buffer policy, the
+buffered runs are handed to the new policy as new due runs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sundial.model.enums import ConcurrencyPolicy, Trigger
+from sundial.model.status import MAX_BUFFERED, BufferedRun, StatusCounter
+from sundial.planner import runs
+from sundial.planner.actions import EventReason
+from sundial.planner.drafts import Draft
+
+BUFFERING = frozenset({ConcurrencyPolicy.BUFFER_ONE, ConcurrencyPolicy.BUFFER_ALL})
+"""The concurrency policies that keep an overlapping run waiting instead of skipping it."""
+
+
+def capacity(policy: ConcurrencyPolicy) -> int:
+    """How many runs may wait in ``status.buffered`` under ``policy``."""
+    return 1 if policy is ConcurrencyPolicy.BUFFER_ONE else MAX_BUFFERED
+
+
+def buffer(draft: Draft, *, scheduled_time: datetime, trigger: Trigger, manual: bool) -> bool:
+    """Keep a due run waiting; returns False (and counts it skipped) when the buffer is full."""
+    policy = draft.spec.concurrency_policy
+    label = f"{'manual run' if manual else 'run'} {runs.when(scheduled_time)}"
+    limit = capacity(policy)
+    if len(draft.buffered) >= limit:
+        draft.count(StatusCounter.SKIPPED)
+        draft.emit(
+            EventReason.RUN_SKIPPED,
+            f"Skipped {label}: {len(draft.buffered)} run(s) already wait (concurrencyPolicy {policy}, at most {limit})",
+            warning=True,
+        )
+        return False
+    draft.buffered.append(
+        BufferedRun(scheduled_time=scheduled_time, trigger=trigger, buffered_at=draft.now, manual=manual)
+    )
+    draft.count(StatusCounter.BUFFERED)
+    draft.emit(
+        EventReason.RUN_BUFFERED,
+        f"Buffered {label}: it starts when the active run ends (concurrencyPolicy {policy})",
+    )
+    return True
+
+
+def release(draft: Draft) -> list[tuple[datetime, Trigger, bool]]:
+    """Start the oldest buffered run if nothing is active or waiting for a retry (see the module docstring).
+
+    Returns the runs to hand to the current policy as new due runs (only when it no longer buffers).
+    """
+    if not draft.buffered:
+        return []
+    if draft.spec.concurrency_policy not in BUFFERING:
+        handed = [(b.scheduled_time, b.trigger, b.manual) for b in draft.buffered]
+        draft.buffered.clear()
+        return handed
+    if draft.busy or draft.circuit_open or draft.closing:
+        return []
+    oldest = draft.buffered.pop(0)
+    runs.start_run(draft, scheduled_time=oldest.scheduled_time, trigger=oldest.trigger, manual=oldest.manual)
+    return []

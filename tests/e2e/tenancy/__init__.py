@@ -1,0 +1,1 @@
+"""End-to-end tests of the tenancy checks (docs/install.md, "Multi-tenant clusters") with real users."""
