@@ -167,7 +167,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     if external is not None:
         if not external.is_file():
             pytest.fail(f"e2e kubeconfig {external} does not exist")
-        yield Cluster(kubeconfig=external, fake_pods=False)
+        cluster = Cluster(kubeconfig=external, fake_pods=False)
+        keep_lease_params(cluster)
+        yield cluster
         return
 
     persistent = os.environ.get("SUNDIAL_E2E_SANDBOX_DIR")
@@ -179,10 +181,50 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         sandbox.stop()
         raise
     try:
-        yield Cluster(kubeconfig=kubeconfig, fake_pods=True)
+        cluster = Cluster(kubeconfig=kubeconfig, fake_pods=True)
+        keep_lease_params(cluster)
+        yield cluster
     finally:
         if not persistent:
             sandbox.stop()
+
+
+#: A ValidatingAdmissionPolicy and binding with paramKind Lease that match nothing and are never deleted.
+#: kube-apiserver (up to at least 1.37.2) stops the shared informer of a built-in paramKind for good once no
+#: binding uses it, and a policy bound later resolves its param selector against that dead informer: no
+#: params, so the chart's fencing policy (docs/fencing.md) silently allows everything until the API server
+#: restarts (kubernetes/kubernetes#130887, #133827). Tests install and remove fencing policies (helm
+#: install/uninstall, tests/e2e/chaos/fencing.py); this binding outlives them all.
+LEASE_PARAMS_KEEPER = "sundial-e2e-keeps-lease-params"
+
+
+def keep_lease_params(cluster: Cluster) -> None:
+    """Install :data:`LEASE_PARAMS_KEEPER` unless it is there (idempotent)."""
+    never = {"matchLabels": {"sundial.dev/e2e-never": "matched"}}
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"], "operations": ["CREATE"]}
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": LEASE_PARAMS_KEEPER},
+        "spec": {
+            "paramKind": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"},
+            "matchConstraints": {"namespaceSelector": never, "resourceRules": [rule]},
+            "validations": [{"expression": "true"}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": LEASE_PARAMS_KEEPER},
+        "spec": {
+            "policyName": LEASE_PARAMS_KEEPER,
+            "validationActions": ["Deny"],
+            "paramRef": {"selector": never, "namespace": "default", "parameterNotFoundAction": "Allow"},
+        },
+    }
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [policy, binding]})
+    )
 
 
 def _namespace_name(stem: str) -> str:

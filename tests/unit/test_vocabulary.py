@@ -20,6 +20,8 @@ KEYS = {
     names.ATTEMPT_ANNOTATION: "sundial.dev/attempt",
     names.IDEMPOTENCY_KEY_ANNOTATION: "sundial.dev/idempotency-key",
     names.FENCING_TOKEN_ANNOTATION: "sundial.dev/fencing-token",
+    names.SHARD_LABEL: "sundial.dev/shard",
+    names.SHARD_LEASE_LABEL: "sundial.dev/shard-lease",
     names.TRIGGER_ANNOTATION: "sundial.dev/trigger",
     names.REDRIVE_ANNOTATION: "sundial.dev/redrive",
     names.BACKFILL_ANNOTATION: "sundial.dev/backfill",
@@ -58,7 +60,7 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         *("excluded", "buffered"),
     },
     observed.FailureReason: {"Failed", "JobLost", "UnexpectedJob", "InvalidJobTemplate"},
-    actions.DeleteReason: {"HistoryLimit", "Replaced"},
+    actions.DeleteReason: {"HistoryLimit", "Replaced", "MaxRunAgeExceeded"},
     actions.EventType: {"Normal", "Warning"},
     actions.EventReason: {
         "SuccessfulCreate",
@@ -87,6 +89,7 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "InvalidBackfill",
     },
     metrics.EventResult: {"created", "patched", "aggregated", "dropped", "failed"},
+    metrics.FencedKind: {"job_create", "job_delete", "status", "event"},
 }
 
 

@@ -1,9 +1,17 @@
-"""Classification of API failures: what is worth retrying without consuming a run's attempts (DESIGN §4)."""
+"""Classification of API failures: what is worth retrying without consuming a run's attempts (DESIGN §4).
+
+Also where an API failure becomes text: :func:`redact` takes the values the API server quotes in its
+validation messages (``spec...env[0].name: Invalid value: "TOKEN=hunter2": ...``, possibly a secret from a
+Job template) out of every message before it reaches a log line, a status (dead letter, condition) or an
+Event; the field path and the explanation stay. :func:`is_fenced` recognises the server-side fencing policy's
+refusal (``charts/sundial/templates/fencing-policy.yaml``).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +20,19 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 #: HTTP codes that say "try again later": throttled, server-side trouble, gateway trouble.
 TRANSIENT_CODES = frozenset({429, 500, 502, 503, 504})
+
+#: What a quoted value is replaced with.
+REDACTED = "<redacted>"
+#: The API server's field-error kinds that quote the rejected value (``field.ErrorType`` strings).
+_VALUE_QUOTING = ("Invalid value", "Unsupported value", "Duplicate value", "Not found")
+#: ``<kind>: <value>`` where the value is a Go-quoted string (escapes included) or an unquoted token that runs
+#: to the next ``": "``, ``", "``, ``"]"`` or the end (numbers, ``map[...]``, ``[]string{...}``).
+_QUOTED_VALUE = re.compile(
+    r"(?P<kind>" + "|".join(map(re.escape, _VALUE_QUOTING)) + r'): (?:"(?:[^"\\]|\\.)*"|.+?(?=: |, |\]|$))',
+    re.DOTALL,
+)
+#: The fencing policy's messages start with this (its ``messageExpression``): "the shard moved on".
+FENCED_MARKER = "sundial.dev/fenced:"
 
 
 class KubeError(Exception):
@@ -26,6 +47,15 @@ class KubeError(Exception):
 
 class TransientError(KubeError):
     """Retry later with backoff: 5xx, 429, timeouts, connection errors, exceeded quota."""
+
+
+class FencedError(KubeError):
+    """403 from the server-side fencing policy: this replica's token is older than the shard Lease's."""
+
+
+def redact(message: str) -> str:
+    """``message`` with every value the API server quoted replaced by :data:`REDACTED` (paths stay)."""
+    return _QUOTED_VALUE.sub(lambda match: f'{match.group("kind")}: "{REDACTED}"', message)
 
 
 @dataclass(frozen=True)
@@ -55,12 +85,17 @@ def status_of(error: ApiException) -> Status:
             message = str(parsed.get("message") or "")
         else:
             message = body[:500]
-    return Status(code=code, reason=reason, message=message)
+    return Status(code=code, reason=reason, message=redact(message))
 
 
 def is_quota_exceeded(status: Status) -> bool:
     """A ResourceQuota rejection (403 Forbidden "exceeded quota"): it clears when other Jobs finish."""
     return status.code == 403 and "exceeded quota" in status.message
+
+
+def is_fenced(status: Status) -> bool:
+    """The fencing policy refused the write (403 Forbidden, its message marker)."""
+    return status.code == 403 and FENCED_MARKER in status.message
 
 
 def is_transient(status: Status) -> bool:
@@ -71,7 +106,7 @@ def classify(error: BaseException) -> KubeError | None:
     """Map a failure to :class:`TransientError` / :class:`KubeError`; None if it is not an API one."""
     if isinstance(error, ApiException):
         status = status_of(error)
-        cls = TransientError if is_transient(status) else KubeError
+        cls = FencedError if is_fenced(status) else TransientError if is_transient(status) else KubeError
         return cls(code=status.code, reason=status.reason, message=status.message)
     if isinstance(error, asyncio.TimeoutError | aiohttp.ClientError | ConnectionError):
         return TransientError(code=0, reason=type(error).__name__, message=str(error) or "no response")

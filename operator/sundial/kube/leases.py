@@ -10,6 +10,7 @@ What a replica does with a record (acquire, renew, stand by, release) is decided
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -70,8 +71,12 @@ def record_from(body: dict[str, Any]) -> LeaseRecord:
     )
 
 
-def body_from(*, namespace: str, name: str, record: LeaseRecord) -> dict[str, Any]:
+def body_from(
+    *, namespace: str, name: str, record: LeaseRecord, labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = dict(labels)
     if record.resource_version:
         metadata["resourceVersion"] = record.resource_version
     return {
@@ -89,12 +94,23 @@ def body_from(*, namespace: str, name: str, record: LeaseRecord) -> dict[str, An
 
 
 class KubeLeaseApi:
-    """:class:`LeaseApi` on the real API server."""
+    """:class:`LeaseApi` on the real API server.
 
-    def __init__(self, *, api_client: Any, requester: requests.Requester) -> None:
+    ``labels``: the labels of some Leases by name, written on every create and replace (the shard Leases carry
+    ``sundial.dev/shard-lease: "<i>"``, by which the server-side fencing policy's binding finds them).
+    """
+
+    def __init__(
+        self,
+        *,
+        api_client: Any,
+        requester: requests.Requester,
+        labels: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         self._client = api_client
         self._api: Any = client.CoordinationV1Api(api_client)
         self._req = requester
+        self._labels = dict(labels or {})
 
     def _record(self, value: Any) -> LeaseRecord:
         return record_from(self._client.sanitize_for_serialization(value))
@@ -119,7 +135,12 @@ class KubeLeaseApi:
         return self._record(body)
 
     async def create(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
-        body = body_from(namespace=namespace, name=name, record=dataclasses.replace(record, resource_version=""))
+        body = body_from(
+            namespace=namespace,
+            name=name,
+            record=dataclasses.replace(record, resource_version=""),
+            labels=self._labels.get(name),
+        )
         try:
             created = await self._req.call(
                 verb="create",
@@ -136,7 +157,7 @@ class KubeLeaseApi:
         return self._record(created)
 
     async def replace(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
-        body = body_from(namespace=namespace, name=name, record=record)
+        body = body_from(namespace=namespace, name=name, record=record, labels=self._labels.get(name))
         try:
             replaced = await self._req.call(
                 verb="update",

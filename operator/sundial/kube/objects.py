@@ -12,6 +12,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from sundial import model
 from sundial.kube import codec, errors, requests, results
+from sundial.planner import names
 
 _SJ = (model.resource.GROUP, model.resource.VERSION)
 #: Event messages are cut to this many characters (as events.k8s.io limits a note to 1 kB).
@@ -249,13 +250,13 @@ class ObjectsApi:
         return results.Created(body=body)
 
     async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
-        """Delete with a UID precondition (never a same-named successor), pods in the background.
+        """Delete with a UID precondition (never a same-named successor or a squatter), pods in the background.
 
-        An empty ``uid`` (a Job that was never observed) means *no* precondition: the API server would
-        compare an empty precondition UID with the Job's and answer 409 forever."""
-        options: dict[str, Any] = {"propagationPolicy": "Background"}
-        if uid:
-            options["preconditions"] = {"uid": uid}
+        Only observed Jobs are deleted: an empty ``uid`` is refused (``ValueError``), there is no delete by
+        name alone."""
+        if not uid:
+            raise ValueError(f"deleting Job {namespace}/{name} needs its UID (a delete precondition)")
+        options: dict[str, Any] = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
         try:
             await self._req.call(
                 verb="delete",
@@ -285,16 +286,21 @@ class ObjectsApi:
         last: datetime,
         count: int,
         instance: str,
+        fencing_token: str = "",
     ) -> str:
         """A core/v1 Event on the ScheduledJob (reportingComponent ``sundial``); returns its name.
 
         ``count`` occurrences between ``first`` and ``last``: an Event series (``kubectl describe`` shows
-        "(x<count> over <last - first>)"), continued by :meth:`patch_event`.
+        "(x<count> over <last - first>)"), continued by :meth:`patch_event`. ``fencing_token`` goes in the
+        ``sundial.dev/fencing-token`` annotation (checked by the server-side fencing policy).
         """
+        metadata: dict[str, Any] = {"generateName": f"{involved.name}.", "namespace": involved.namespace}
+        if fencing_token:
+            metadata["annotations"] = {names.FENCING_TOKEN_ANNOTATION: fencing_token}
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{involved.name}.", "namespace": involved.namespace},
+            "metadata": metadata,
             "involvedObject": {
                 "apiVersion": f"{model.resource.GROUP}/{model.resource.VERSION}",
                 "kind": model.resource.KIND,
@@ -326,13 +332,27 @@ class ObjectsApi:
         return str((created.get("metadata") or {}).get("name", ""))
 
     async def patch_event(
-        self, *, namespace: str, name: str, count: int, last_timestamp: datetime, message: str
+        self,
+        *,
+        namespace: str,
+        name: str,
+        count: int,
+        last_timestamp: datetime,
+        message: str,
+        fencing_token: str = "",
     ) -> results.PatchResult:
-        """Continue an Event series: a merge patch of ``count``, ``lastTimestamp`` and ``message``.
+        """Continue an Event series: a merge patch of ``count``, ``lastTimestamp`` and ``message`` (and the
+        writer's fencing token: the Event may have been created under an older one).
 
         :class:`results.Gone` when the Event no longer exists (the API server's Event TTL, 1 h by default).
         """
-        patch = {"count": count, "lastTimestamp": _timestamp(last_timestamp), "message": message[:MAX_EVENT_MESSAGE]}
+        patch: dict[str, Any] = {
+            "count": count,
+            "lastTimestamp": _timestamp(last_timestamp),
+            "message": message[:MAX_EVENT_MESSAGE],
+        }
+        if fencing_token:
+            patch["metadata"] = {"annotations": {names.FENCING_TOKEN_ANNOTATION: fencing_token}}
         try:
             await self._req.call(
                 verb="patch",

@@ -64,6 +64,6 @@ class Requester:
             self._observer.observe(verb=verb, resource=resource, code=code, seconds=self._clock() - started)
             if classified is None:
                 raise
-            raise classified from error
+            raise classified from None  # the ApiException quotes the response body: values unredacted
         self._observer.observe(verb=verb, resource=resource, code=str(ok), seconds=self._clock() - started)
         return result

@@ -55,7 +55,8 @@ class DeadLetterReason(StrEnum):
     MAX_ATTEMPTS_EXCEEDED = "MaxAttemptsExceeded"
     """Its last allowed attempt failed."""
     MAX_RUN_AGE_EXCEEDED = "MaxRunAgeExceeded"
-    """``spec.retry.maxRunAge`` passed before its next attempt could start."""
+    """``spec.retry.maxRunAge`` passed before its next attempt could start, or while an attempt was still
+    active (counted from its claim, or its nominal time if later; the attempt's Job is then deleted)."""
     INVALID_JOB_TEMPLATE = "InvalidJobTemplate"
     """The API server rejected its Job as invalid: a poison template is not retried."""
 

@@ -197,6 +197,9 @@ class ScheduledJobStatus(StatusModel):
     """The token of the last ``sundial.dev/backfill`` request handled (accepted, refused or invalid)."""
     finished_at: Timestamp | None = None
     """One-offs: when the object completed (drives ttlSecondsAfterFinished)."""
+    fencing_token: str | None = None
+    """``<shard>-<lease transitions>`` of the replica that wrote this status (every write stamps it; the
+    server-side fencing policy refuses a write whose token is older than the shard Lease)."""
 
     def condition(self, kind: str) -> Condition | None:
         """The condition of this type, if present."""

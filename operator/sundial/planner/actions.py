@@ -73,6 +73,8 @@ class DeleteReason(StrEnum):
     """Finished and beyond ``successfulJobsHistoryLimit`` / ``failedJobsHistoryLimit``."""
     REPLACED = "Replaced"
     """Active when a new run started under ``concurrencyPolicy: Replace``."""
+    MAX_RUN_AGE = "MaxRunAgeExceeded"
+    """Still active when its run's ``spec.retry.maxRunAge`` passed (the run is dead-lettered)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ class CreateJob:
 
 @dataclass(frozen=True)
 class DeleteJob:
-    """Delete a Job (history limits, Replace). ``uid`` is a delete precondition."""
+    """Delete a Job (history limits, Replace, maxRunAge). ``uid`` (never empty: only observed Jobs are deleted)
+    is a delete precondition, so a same-named successor or a squatter is never touched."""
 
     name: str
     uid: str

@@ -4,7 +4,8 @@ Finished Jobs (Succeeded or Failed) owned by this ScheduledJob's UID and not ref
 ``status.active`` are sorted newest first by (finishedAt, creationTimestamp, name); the newest
 ``successfulJobsHistoryLimit`` succeeded and ``failedJobsHistoryLimit`` failed ones are kept and the
 rest get a ``DeleteJob`` (reason ``HistoryLimit``, uid precondition). Jobs of other owners (or of none)
-are never deleted.
+are never deleted, and neither are attempts that never had a Job (no UID: rejected as invalid, or a squatter's
+name).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def prune(draft: Draft, jobs: Sequence[ObservedJob]) -> None:
     }
     for phase, limit in limits.items():
         finished = [
-            job for job in jobs if job.phase is phase and job.owner_uid == draft.uid and job.name not in claimed
+            job
+            for job in jobs
+            if job.phase is phase and job.owner_uid == draft.uid and job.uid and job.name not in claimed
         ]
         finished.sort(key=_age_key, reverse=True)
         for job in finished[limit:]:

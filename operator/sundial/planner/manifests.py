@@ -38,15 +38,18 @@ def job_name(*, scheduled_job: str, scheduled_time: datetime, attempt: int, manu
     manual runs (``sundial.dev/trigger``) use ``<name>-m<unix seconds>-<attempt>``. ``<unix seconds>``
     is the nominal time in whole seconds since the epoch (UTC). When ``<name>`` would make the result
     longer than 63 characters (or is not a valid label, e.g. contains dots), it is cut and
-    ``-<first 5 hex digits of sha256(name)>`` is appended before the suffix:
-    ``<cut name>-<hash>-<unix seconds>-<attempt>``. The result never ends in ``-``.
+    ``-<first 16 hex digits of sha256(name)>`` (64 bits) is appended before the suffix:
+    ``<cut name>-<hash>-<unix seconds>-<attempt>``. The result never ends in ``-``. (Before 64-bit hashes,
+    5 hex digits; a run claimed under such a name keeps it: ``status.active[].job`` records the name.)
 
     Every replica computes the same name, so a second create of the same attempt fails with
     ``AlreadyExists`` instead of starting a second Job.
     """
     seconds = int(scheduled_time.timestamp() // 1)
     suffix = f"-{'m' if manual else ''}{seconds}-{attempt}"
-    prefix = names.dns_label_prefix(scheduled_job, room=names.MAX_LABEL_LENGTH - len(suffix))
+    prefix = names.dns_label_prefix(
+        scheduled_job, room=names.MAX_LABEL_LENGTH - len(suffix), hash_length=names.JOB_NAME_HASH_LENGTH
+    )
     return f"{prefix}{suffix}"
 
 
@@ -58,13 +61,16 @@ def build_job(
     trigger: Trigger,
     fencing_token: str,
     manual: bool | None = None,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """The ``batch/v1`` Job manifest of attempt ``attempt`` of the run at ``scheduled_time``.
 
     * ``metadata.namespace`` is always the ScheduledJob's (a namespace in the template is ignored);
       ``metadata.name`` is :func:`job_name` (``manual`` defaults to ``trigger == manual``; pass it
-      explicitly for retries of manual runs so their names keep the ``m`` form).
-    * Labels: the template's labels plus ``sundial.dev/scheduledjob`` (also on the pod template).
+      explicitly for retries of manual runs so their names keep the ``m`` form), unless ``name`` is given (the
+      name a claim recorded: a run claimed by an older version keeps its Job's name).
+    * Labels: the template's labels plus ``sundial.dev/scheduledjob`` (also on the pod template) and, on the
+      Job only, ``sundial.dev/shard`` (the fencing token's shard, for the server-side fencing policy).
     * Annotations on the Job and on its pod template: scheduled time (RFC 3339 UTC), attempt,
       idempotency key, fencing token and trigger, on top of the template's own annotations.
     * ``SUNDIAL_SCHEDULED_TIME``, ``SUNDIAL_ATTEMPT``, ``SUNDIAL_IDEMPOTENCY_KEY`` and
@@ -78,7 +84,7 @@ def build_job(
         raise ValueError(f"ScheduledJob {obj.metadata.name} has no valid spec: {obj.spec_error}")
     meta = obj.metadata
     is_manual = trigger is Trigger.MANUAL if manual is None else manual
-    name = job_name(scheduled_job=meta.name, scheduled_time=scheduled_time, attempt=attempt, manual=is_manual)
+    name = name or job_name(scheduled_job=meta.name, scheduled_time=scheduled_time, attempt=attempt, manual=is_manual)
     template = obj.spec.job_template
     template_meta = copy.deepcopy(template.metadata)
     spec: dict[str, Any] = copy.deepcopy(template.spec)
@@ -107,7 +113,11 @@ def build_job(
         "metadata": {
             "name": name,
             "namespace": meta.namespace,
-            "labels": {**_strings(template_meta.get("labels")), **label},
+            "labels": {
+                **_strings(template_meta.get("labels")),
+                **label,
+                names.SHARD_LABEL: names.token_shard(fencing_token),
+            },
             "annotations": {**_strings(template_meta.get("annotations")), **stamped},
             "ownerReferences": [
                 {

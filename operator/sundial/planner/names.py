@@ -24,6 +24,12 @@ SCHEDULED_JOB_LABEL: Final = "sundial.dev/scheduledjob"
 """The owning ScheduledJob's name; a name over 63 characters becomes at most its first 57 characters (lowercased,
 other characters than ``[a-z0-9-]`` as ``-``), ``-`` and 5 hex digits of its SHA-256."""
 
+SHARD_LABEL: Final = "sundial.dev/shard"
+"""On Jobs (not their pods): the shard of the replica that created the Job, the first part of its fencing token.
+The server-side fencing policy compares a Job DELETE's requester with the holder of this shard's Lease."""
+SHARD_LEASE_LABEL: Final = "sundial.dev/shard-lease"
+"""On the shard Leases (``<prefix>-shard-<i>``): ``<i>``. The fencing policy's binding selects its params by it."""
+
 # Annotations on Jobs and their pod templates.
 SCHEDULED_TIME_ANNOTATION: Final = "sundial.dev/scheduled-time"
 """Nominal time of the run, RFC 3339 in UTC (``2026-12-24T17:00:00Z``)."""
@@ -32,7 +38,8 @@ ATTEMPT_ANNOTATION: Final = "sundial.dev/attempt"
 IDEMPOTENCY_KEY_ANNOTATION: Final = "sundial.dev/idempotency-key"
 """Stable per run across attempts and replicas."""
 FENCING_TOKEN_ANNOTATION: Final = "sundial.dev/fencing-token"
-"""``<shard>-<lease transitions>`` of the replica that created the Job."""
+"""``<shard>-<lease transitions>`` of the replica that created the Job (also on every Event the operator writes;
+in a ScheduledJob's status it is ``status.fencingToken``)."""
 
 # Token annotations on the ScheduledJob (DESIGN §5, the Flux ``requestedAt`` pattern).
 TRIGGER_ANNOTATION: Final = "sundial.dev/trigger"
@@ -70,29 +77,39 @@ FENCING_TOKEN_ENV: Final = "SUNDIAL_FENCING_TOKEN"
 MAX_LABEL_LENGTH: Final = 63
 """Longest DNS-1123 label, and longest label value."""
 HASH_LENGTH: Final = 5
-"""Hex digits of SHA-256 appended to a shortened name."""
+"""Hex digits of SHA-256 appended to a shortened label value (the ``sundial.dev/scheduledjob`` label)."""
+JOB_NAME_HASH_LENGTH: Final = 16
+"""Hex digits of SHA-256 (64 bits) appended to a shortened ScheduledJob name in a Job name: finding another
+name whose Job name collides (to squat a run's Job) takes about 2^64 hashes (with 5 digits, 20 bits, one was
+found in 0.44 s)."""
 
 _INVALID = re.compile(r"[^a-z0-9-]+")
 
 
-def short_hash(text: str) -> str:
-    """The first :data:`HASH_LENGTH` hex digits of SHA-256 of ``text``."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+def token_shard(fencing_token: str) -> str:
+    """The shard part of a ``<shard>-<transitions>`` fencing token (the value of :data:`SHARD_LABEL`)."""
+    return fencing_token.split("-", 1)[0]
 
 
-def dns_label_prefix(name: str, *, room: int) -> str:
+def short_hash(text: str, *, length: int = HASH_LENGTH) -> str:
+    """The first ``length`` (default :data:`HASH_LENGTH`) hex digits of SHA-256 of ``text``."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def dns_label_prefix(name: str, *, room: int, hash_length: int = HASH_LENGTH) -> str:
     """``name`` as the start of a DNS-1123 label, at most ``room`` characters.
 
     Lowercased, with characters outside ``[a-z0-9-]`` (dots) replaced by ``-``. When that changed the
-    name or it is longer than ``room``, it is cut and ``-<5 hex of sha256(name)>`` is appended, so two
-    different names never share a prefix by accident. Never starts or ends with ``-``.
+    name or it is longer than ``room``, it is cut and ``-<hash_length hex of sha256(name)>`` is appended, so
+    two different names never share a prefix by accident. Never starts or ends with ``-``.
     """
     clean = _INVALID.sub("-", name.lower()).strip("-")
     if clean == name and len(clean) <= room:
         return clean
-    keep = max(room - HASH_LENGTH - 1, 0)
+    keep = max(room - hash_length - 1, 0)
     head = clean[:keep].strip("-")
-    return f"{head}-{short_hash(name)}" if head else short_hash(name)
+    digest = short_hash(name, length=hash_length)
+    return f"{head}-{digest}" if head else digest
 
 
 def scheduled_job_label_value(name: str) -> str:

@@ -50,7 +50,7 @@ from sundial.model.enums import (
 )
 from sundial.model.resource import ScheduledJob
 from sundial.model.status import MAX_ACTIVE, RunRecord, ScheduledJobStatus, StatusCounter
-from sundial.planner import backfills, buffers, conditions, due, exclusions, history, runs, triggers
+from sundial.planner import backfills, buffers, conditions, due, exclusions, history, replacements, runs, triggers
 from sundial.planner.actions import Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
 from sundial.planner.drafts import Draft
 from sundial.planner.observed import JobPhase, ObservedJob
@@ -208,7 +208,7 @@ def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], obse
         draft.count(StatusCounter.SKIPPED, len(older))
         if older:
             draft.emit(EventReason.RUN_REPLACED, f"{len(older)} due run(s) replaced by a newer one before starting")
-        runs.replace_all(draft, observed)
+        replacements.replace_all(draft, observed)
         todo = [newest]
     ran = {(r.scheduled_time, r.manual) for r in draft.recent if r.attempts}
     for nominal, trigger, manual in todo:
@@ -362,6 +362,7 @@ def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
         candidates.append(now)
     reissue = draft.context.reissue_after
     candidates += [run.claimed_at + reissue for run in draft.active if not run.job_seen]
+    candidates += runs.overdue_deadlines(draft)
     ttl = draft.spec.ttl_seconds_after_finished
     if draft.finished_at is not None and ttl is not None:
         deadline = draft.finished_at + timedelta(seconds=ttl)

@@ -10,15 +10,24 @@ Outcomes of an attempt, by what the Job's observation says:
 * ``Deleted`` tombstone, or gone after it had been seen - ``JobLost``: a failed attempt (Event ``JobLost``).
 * Never seen - after ``Context.reissue_after`` the same (same-name, idempotent) CreateJob is issued again.
 * Owned by another UID - ``UnexpectedJob``: left alone, the attempt counts as failed so that the next
-  attempt gets a new name.
+  attempt gets a new name. (A create answered AlreadyExists by such a Job comes back from the runtime as a
+  synthetic failed attempt with reason ``UnexpectedJob``: never re-issued under the squatted name.)
+* ``Active`` (or never seen) for longer than ``spec.retry.maxRunAge`` (since its claim, or its nominal time if
+  later; not for redriven runs) - the run is dead-lettered ``MaxRunAgeExceeded`` and its Job, if observed,
+  deleted (UID precondition, reason ``MaxRunAgeExceeded``); a Job never observed is not deleted (never by
+  name alone).
 * ``Active`` - ``jobSeen`` is set (persisted with the next material status write only).
+
+A claimed attempt is always matched, and re-issued, under the Job name its claim recorded
+(``status.active[].job``), so a run claimed by an older version that named Jobs differently (5-digit name
+hashes) keeps its Job across an upgrade.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sundial import schedule
 from sundial.model.enums import CompleteReason, DeadLetterReason, RunResult, Trigger
@@ -36,6 +45,8 @@ from sundial.planner.actions import CreateJob, DeleteJob, DeleteReason, EventRea
 from sundial.planner.drafts import Draft
 from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
 
+#: How long after an attempt's ``maxRunAge`` deadline the planner wakes up (the age must be *exceeded*).
+OVERDUE_MARGIN = timedelta(milliseconds=1)
 AGELESS = frozenset({Trigger.REDRIVE, Trigger.BACKFILL})
 """Runs whose nominal time does not count against ``retry.maxRunAge`` (asked for explicitly, however old);
 their retries keep the trigger, so the next attempts are exempt too."""
@@ -82,10 +93,14 @@ def resolve_active(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
                 _end_attempt(
                     draft, run, Failure(FailureReason.JOB_LOST, "the Job disappeared before finishing", draft.now)
                 )
+            elif _overdue(draft, run):
+                _end_overdue(draft, run, None)
             elif draft.now - run.claimed_at >= draft.context.reissue_after:
                 _reissue(draft, run)
         elif job.phase is JobPhase.SUCCEEDED:
             _succeed(draft, run, job)
+        elif job.phase is not JobPhase.FAILED and _overdue(draft, run):
+            _end_overdue(draft, run, job)
         elif job.phase is JobPhase.FAILED:
             failure = Failure(
                 job.failure_reason or FailureReason.FAILED, job.failure_message, job.finished_at or draft.now
@@ -93,6 +108,44 @@ def resolve_active(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
             _end_attempt(draft, run, failure)
         elif not run.job_seen:
             draft.active[draft.active.index(run)] = run.model_copy(update={"job_seen": True})
+
+
+def _overdue(draft: Draft, run: ActiveRun) -> bool:
+    """The attempt has been active for longer than ``maxRunAge`` (:data:`AGELESS` runs have none), counted
+    from its claim or its nominal time, whichever is later: a run started late (catch-up) still gets its
+    whole ``maxRunAge``, and planning twice at one instant decides the same."""
+    age = draft.spec.retry.max_run_age
+    since = max(run.scheduled_time, run.claimed_at)
+    return run.trigger not in AGELESS and age is not None and draft.now - since > age
+
+
+def overdue_deadlines(draft: Draft) -> list[datetime]:
+    """When each active attempt passes its ``maxRunAge`` (the planner wakes up then, see :func:`_overdue`)."""
+    age = draft.spec.retry.max_run_age
+    if age is None:
+        return []
+    return [
+        max(run.scheduled_time, run.claimed_at) + age + OVERDUE_MARGIN
+        for run in draft.active
+        if run.trigger not in AGELESS
+    ]
+
+
+def _end_overdue(draft: Draft, run: ActiveRun, job: ObservedJob | None) -> None:
+    """Dead-letter a run still active past ``maxRunAge``; delete its Job if it was observed (UID precondition)."""
+    age = draft.spec.retry.max_run_age
+    assert age is not None
+    draft.active.remove(run)
+    if job is not None and job.uid and job.owner_uid in (None, draft.uid):
+        draft.actions.append(DeleteJob(name=run.job, uid=job.uid, reason=DeleteReason.MAX_RUN_AGE))
+    state = "still running" if job is not None else "its Job never seen"
+    dead_letter(
+        draft,
+        run,
+        DeadLetterReason.MAX_RUN_AGE_EXCEEDED,
+        f"attempt {run.attempt} {state} after maxRunAge ({schedule.format_duration(age)})",
+        attempts=run.attempt,
+    )
 
 
 def _reissue(draft: Draft, run: ActiveRun) -> None:
@@ -109,15 +162,15 @@ def _succeed(draft: Draft, run: ActiveRun, job: ObservedJob) -> None:
     draft.count(StatusCounter.SUCCEEDED)
     draft.last_successful_time = max(filter(None, (draft.last_successful_time, finished)))
     draft.consecutive_dead_letters = 0
-    draft.record(_record(run, RunResult.SUCCEEDED, finished))
-    _note_one_off(draft, run, CompleteReason.SUCCEEDED)
+    draft.record(run_record(run, RunResult.SUCCEEDED, finished))
+    note_one_off(draft, run, CompleteReason.SUCCEEDED)
     draft.emit(
         EventReason.SAW_COMPLETED_JOB,
         f"Saw completed Job {run.job} of {describe(run)} (attempt {run.attempt}): Succeeded",
     )
 
 
-def _record(run: ActiveRun, result: RunResult, finished: datetime) -> RunRecord:
+def run_record(run: ActiveRun, result: RunResult, finished: datetime) -> RunRecord:
     return RunRecord(
         scheduled_time=run.scheduled_time,
         attempts=run.attempt,
@@ -130,7 +183,7 @@ def _record(run: ActiveRun, result: RunResult, finished: datetime) -> RunRecord:
     )
 
 
-def _note_one_off(draft: Draft, run: ActiveRun | PendingRetry | DeadLetter, outcome: CompleteReason) -> None:
+def note_one_off(draft: Draft, run: ActiveRun | PendingRetry | DeadLetter, outcome: CompleteReason) -> None:
     if draft.when.finite and not run.manual:
         draft.one_off_outcome = outcome
 
@@ -235,7 +288,7 @@ def dead_letter(
     )
     draft.count(StatusCounter.DEAD_LETTERED)
     draft.consecutive_dead_letters += 1
-    _note_one_off(draft, run, CompleteReason.DEAD_LETTERED)
+    note_one_off(draft, run, CompleteReason.DEAD_LETTERED)
     draft.emit(EventReason.DEAD_LETTERED, f"{describe(run)} dead-lettered ({reason}): {message}", warning=True)
     threshold = draft.spec.dead_letter.suspend_after
     if threshold and draft.consecutive_dead_letters >= threshold and not draft.circuit_open:
@@ -328,41 +381,6 @@ def _create(draft: Draft, run: ActiveRun, *, reissue: bool) -> CreateJob:
         trigger=run.trigger,
         fencing_token=draft.context.fencing_token,
         manual=run.manual,
+        name=run.job,
     )
     return CreateJob(manifest=manifest, scheduled_time=run.scheduled_time, attempt=run.attempt, reissue=reissue)
-
-
-def replace_all(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
-    """``concurrencyPolicy: Replace``: delete every active Job and cancel every pending retry.
-
-    Their runs end as ``RunRecord(Replaced)`` and are not retried. A Job that was never observed is
-    deleted by name with an empty ``uid`` (no precondition); Jobs owned by another object are not touched.
-    """
-    replaced = 0
-    for run in list(draft.active):
-        job = jobs.get(run.job)
-        if job is None:
-            draft.actions.append(DeleteJob(name=run.job, uid="", reason=DeleteReason.REPLACED))
-        elif job.phase is not JobPhase.DELETED and job.owner_uid in (None, draft.uid):
-            draft.actions.append(DeleteJob(name=run.job, uid=job.uid, reason=DeleteReason.REPLACED))
-        draft.active.remove(run)
-        draft.record(_record(run, RunResult.REPLACED, draft.now))
-        _note_one_off(draft, run, CompleteReason.MISSED)
-        replaced += 1
-    for retry in list(draft.pending):
-        draft.pending.remove(retry)
-        draft.record(
-            RunRecord(
-                scheduled_time=retry.scheduled_time,
-                attempts=retry.attempt - 1,
-                result=RunResult.REPLACED,
-                job=retry.last_job or None,
-                trigger=retry.trigger,
-                finished_at=draft.now,
-                manual=retry.manual,
-            )
-        )
-        _note_one_off(draft, retry, CompleteReason.MISSED)
-        replaced += 1
-    if replaced:
-        draft.emit(EventReason.RUN_REPLACED, f"Replaced {replaced} earlier run(s) (concurrencyPolicy Replace)")

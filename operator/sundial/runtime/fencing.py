@@ -37,6 +37,10 @@ class Acting(Protocol):
         """``<shard>-<leaseTransitions>`` of the Lease this replica holds for the shard."""
         ...
 
+    def fenced(self, shard: int) -> None:
+        """The API server refused a write under this shard's token: stop acting on it until it is held again."""
+        ...
+
 
 def shard_of(uid: str, shards: int) -> int:
     """``sha256(uid) mod shards`` (Python's ``hash()`` is salted per process, so it is not used)."""

@@ -22,6 +22,7 @@ import kopf
 from aiohttp import web
 
 from sundial.kube import connections, leases, objects, ratelimits, requests
+from sundial.planner import names
 from sundial.runtime.acting import sender
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder
@@ -102,9 +103,8 @@ async def build(
     configuration = await connections.load_configuration(settings.api.kubeconfig)
     client = connections.api_client(configuration)
     metrics = Metrics()
-    requester = requests.Requester(
-        bucket=ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst), observer=metrics
-    )
+    bucket = ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst)
+    requester = requests.Requester(bucket=bucket, observer=metrics)
     api = objects.ObjectsApi(api_client=client, requester=requester)
     # Events too (--event-qps/--event-burst), sent in the background: they never delay a claim or a Job.
     recorder = EventRecorder(
@@ -112,9 +112,9 @@ async def build(
         metrics=metrics,
         identity=settings.identity,
         series_interval=settings.events.series_interval,
+        on_fenced=lambda token: leadership.fenced(int(names.token_shard(token))),
     )
-    store = Store()
-    listing = InitialListing(store)
+    listing = InitialListing(store := Store())
     in_flight = InFlight()
     lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
     lease_api = _lease_api(settings, configuration, metrics)
@@ -220,7 +220,11 @@ def _lease_api(settings: Settings, configuration: Any, metrics: Metrics) -> leas
         lease_requester = requests.Requester(
             bucket=ratelimits.TokenBucket(rate=max(10.0, 4 * shards), burst=20 + 4 * shards), observer=metrics
         )
-        return leases.KubeLeaseApi(api_client=connections.api_client(configuration), requester=lease_requester)
+        return leases.KubeLeaseApi(
+            api_client=connections.api_client(configuration),
+            requester=lease_requester,
+            labels={settings.leases.name(i): {names.SHARD_LEASE_LABEL: str(i)} for i in range(shards)},
+        )
 
     return leasethread.DeferredLeaseApi(factory)
 

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,8 @@ class Replica:
     extra_args: tuple[str, ...] = ()
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    metrics_port: int = 0
+    """Of the current process (``/metrics`` on 127.0.0.1)."""
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -52,13 +55,14 @@ class Replica:
     def start(self) -> None:
         if self.alive():
             return
+        self.metrics_port = free_port()
         command = [
             sys.executable, "-m", "sundial", "run",
             "--kubeconfig", str(self.kubeconfig),
             "--lease-namespace", "default",
             "--lease-name-prefix", self.lease_prefix,
             "--identity", self.identity,
-            "--metrics-port", str(free_port()),
+            "--metrics-port", str(self.metrics_port),
             "--health-port", str(free_port()),
             "--log-format", "json",
             *self.lease_args,
@@ -99,6 +103,14 @@ class Replica:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=10)
+
+    def metrics(self) -> str:
+        """The replica's ``/metrics`` text ("" when it does not answer)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=3) as response:
+                return str(response.read().decode())
+        except OSError:
+            return ""
 
     def exit_code(self) -> int | None:
         return None if self.process is None else self.process.poll()

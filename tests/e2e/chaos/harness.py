@@ -18,6 +18,7 @@ from sundial import schedule
 from sundial_sandbox import Sandbox
 
 from .auditor import JobWatch, Report, audit
+from .fencing import ServerFencing, helm
 from .fleet import LEASE_ARGS, Fleet, Replica, lease_spec
 from .kubeconfigs import Credentials, credentials, redirected
 from .proxy import FaultProxy
@@ -36,6 +37,7 @@ class Harness:
         self.watch = JobWatch(self.credentials, namespace)
         self.faults: Counter[str] = Counter()
         self.fleets: list[Fleet] = []
+        self.fencings: list[ServerFencing] = []
         self.lease_prefix = f"chaos-{uuid.uuid4().hex[:6]}"
         self.seed = int(os.environ.get("SUNDIAL_CHAOS_SEED", "0")) or random.randrange(1, 1 << 31)
         print(f"chaos seed: SUNDIAL_CHAOS_SEED={self.seed}", flush=True)  # to replay a failing run's faults
@@ -59,11 +61,14 @@ class Harness:
         env: Mapping[str, Mapping[str, str]] | None = None,
         lease_args: Sequence[str] = LEASE_ARGS,
         extra_args: Sequence[str] = (),
+        fencing: ServerFencing | None = None,
     ) -> Fleet:
+        """COUNT replicas; with FENCING, each runs as the operator's ServiceAccount (a pod-bound token) under the
+        chart's server-side fencing policy (:mod:`.fencing`)."""
         replicas = []
         for index in range(count):
             identity = f"replica-{'abcdefgh'[index]}"
-            kubeconfig = self.cluster.kubeconfig
+            kubeconfig = self.cluster.kubeconfig if fencing is None else fencing.kubeconfig(identity)
             if via_proxy:
                 url = self.fault_proxy().listen(identity)
                 kubeconfig = redirected(kubeconfig, url, self.directory / f"{identity}.kubeconfig")
@@ -83,6 +88,15 @@ class Harness:
         fleet = Fleet(replicas, lambda: lease_spec(self.cluster.kubectl, lease))
         self.fleets.append(fleet)
         return fleet
+
+    def server_fencing(self) -> ServerFencing:
+        """The chart's fencing policy for this harness's Leases (removed at :meth:`close`)."""
+        binary = helm()
+        if binary is None:
+            raise AssertionError("helm not found: bash tools/helm/build.sh (or set SUNDIAL_HELM)")
+        fencing = ServerFencing(self.cluster, self.namespace, "default", self.lease_prefix, self.directory)
+        self.fencings.append(fencing.install(binary))
+        return fencing
 
     def create_scheduled_jobs(self, count: int, schedule_text: str, **spec: Any) -> list[str]:
         """COUNT ScheduledJobs (one kubectl apply) whose Jobs complete at once (kwok)."""
@@ -189,6 +203,8 @@ class Harness:
             self.proxy.close()
         for fleet in self.fleets:
             print(fleet.tails(25))
+        for fencing in self.fencings:
+            fencing.close()
 
 
 def utcnow() -> datetime:

@@ -83,12 +83,21 @@ class _Listener:
     port: int
     server: asyncio.AbstractServer
     faults: Faults = field(default_factory=Faults)
+    hold: frozenset[str] = frozenset()
+    """Hold requests with these methods (never Lease requests) until :meth:`FaultProxy.release`."""
+    hold_path: str = ""
+    """...whose path contains this."""
+    released: asyncio.Event | None = None
+    held: int = 0
 
 
 class FaultProxy:
     def __init__(self, upstream: Credentials, serving_cert: Path, serving_key: Path, seed: int = 0) -> None:
         self._upstream = upstream
         self._client_ssl = upstream.client_context()
+        # A request with its own credentials (a ServiceAccount token) goes upstream without the admin's client
+        # certificate: the API server would authenticate the certificate first.
+        self._token_ssl = ssl.create_default_context(cafile=str(upstream.ca))
         self._server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._server_ssl.load_cert_chain(str(serving_cert), str(serving_key))
         self._random = random.Random(seed)
@@ -123,6 +132,35 @@ class FaultProxy:
 
     def clear_faults(self) -> None:
         self.set_faults(Faults())
+
+    def hold(self, name: str, *methods: str, path: str = "") -> None:
+        """Hold NAME's requests with these METHODS whose path contains PATH (Lease requests excepted) before
+        forwarding them, until :meth:`release`: a write the replica sent, still in flight at the API server's
+        door."""
+
+        def hold_() -> None:
+            listener = self._listeners[name]
+            listener.released = asyncio.Event()
+            listener.hold = frozenset(methods)
+            listener.hold_path = path
+            listener.held = 0
+
+        self._loop.call_soon_threadsafe(hold_)
+
+    def held(self, name: str) -> int:
+        """How many of NAME's requests are being held (or were, before the last :meth:`release`)."""
+        return self._listeners[name].held
+
+    def release(self, name: str) -> None:
+        """Forward what NAME's listener holds, and hold nothing more."""
+
+        def release_() -> None:
+            listener = self._listeners[name]
+            listener.hold = frozenset()
+            if listener.released is not None:
+                listener.released.set()
+
+        self._loop.call_soon_threadsafe(release_)
 
     def log(self) -> list[Request]:
         with self._lock:
@@ -185,7 +223,12 @@ class FaultProxy:
             if chunked:
                 body = await reader.readuntil(b"0\r\n\r\n")
             watch = "watch=" in target and "watch=false" not in target
-            faults = self._listeners[name].faults
+            listener = self._listeners[name]
+            held = method in listener.hold and listener.hold_path in target and "/leases" not in target
+            if held and listener.released is not None:
+                listener.held += 1
+                await listener.released.wait()
+            faults = listener.faults
             if faults.latency and self._random.random() < faults.latency:
                 await asyncio.sleep(self._random.uniform(*faults.latency_range))
                 with self._lock:
@@ -218,8 +261,9 @@ class FaultProxy:
                 return
             host, port = self._upstream.host_port
             try:
+                token = any(line.lower().startswith(b"authorization:") for line in headers)
                 upstream_reader, upstream_writer = await asyncio.open_connection(
-                    host, port, ssl=self._client_ssl, server_hostname=host, limit=1 << 20
+                    host, port, ssl=self._token_ssl if token else self._client_ssl, server_hostname=host, limit=1 << 20
                 )
             except (OSError, ssl.SSLError):
                 self._record(name, method, target, "upstream-down", opened=opened)

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import re
 import signal
 import time
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 
-from .fleet import LEASE_DURATION
 from .harness import Harness, utcnow
-from .proxy import Faults
+from .proxy import FaultProxy, Faults, Request
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos, pytest.mark.timeout(300)]
 
 EVERY_2S = "*/2 * * * * *"
 EVERY_5S = "*/5 * * * * *"
+FENCED_WRITES = re.compile(r"^sundial_fenced_writes_total\{[^}]*\}\s+([0-9.e+]+)$", re.MULTILINE)
 
 
 def _run_for(seconds: float) -> None:
@@ -87,26 +91,58 @@ def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> N
     connection opened after the resume, at most one per sender in flight at the stop - and no Job with
     its stale fencing token was created after it was stopped.
 
+    The replicas run as the operator's ServiceAccount (pod-bound tokens) under the chart's server-side
+    fencing policy, and a write *in flight* across the takeover is made certain: from just before the stop,
+    the proxy holds the leader's Job creates at the API server's door and forwards them once the
+    other replica holds the Lease. The API server refuses each one (403, stale token), and the resumed
+    replica counts them (``sundial_fenced_writes_total``).
+
     ``--qps 4`` keeps writes queued in the client-side rate limiter, so the stop lands while writes that
     already passed the Lease check wait to be sent: the case the send guard exists for (before it, the
     resumed replica sent them with its stale token)."""
     h = harness
-    fleet = h.fleet(2, via_proxy=True, extra_args=("--qps", "4", "--burst", "4"))
+    fencing = h.server_fencing()
+    fleet = h.fleet(2, via_proxy=True, extra_args=("--qps", "4", "--burst", "4"), fencing=fencing)
     fleet.start()
     h.create_scheduled_jobs(10, EVERY_2S)
     fleet.wait_for_holder(timeout=60)
     _run_for(4)  # past the start-up shard hand-offs
-    zombie, record = fleet.holder_record(timeout=60)  # one read: the holder and its fencing token together
+    assert h.proxy is not None
+    for _ in range(10):
+        zombie, record = fleet.holder_record(timeout=60)  # one read: the holder and its fencing token together
+        h.proxy.hold(zombie.identity, "POST", path="/jobs")
+        with contextlib.suppress(AssertionError):
+            _until(functools.partial(_holds, h.proxy, zombie.identity), 5, "a held Job create")
+        if h.proxy.held(zombie.identity) and fleet.lease().get("holderIdentity") == zombie.identity:
+            break
+        h.proxy.release(zombie.identity)  # a start-up hand-off moved the Lease meanwhile: pick the holder again
+    else:
+        raise AssertionError("no create of the Lease holder could be held")
     stale = f"0-{int(record.get('leaseTransitions') or 0)}"
     stopped_at = time.time()
     zombie.signal(signal.SIGSTOP)
     h.faults["SIGSTOP leader"] += 1
     fleet.wait_for_holder(timeout=60, other_than=zombie.identity)
-    _run_for(max(0.0, stopped_at + 2 * LEASE_DURATION - time.time()))
+    held = h.proxy.held(zombie.identity)
+    released_at = time.time()
+    h.proxy.release(zombie.identity)
+
+    def answered() -> list[Request]:
+        assert h.proxy is not None
+        log = h.proxy.log()
+        return [
+            r
+            for r in log
+            if r.listener == zombie.identity and r.method == "POST" and "/jobs" in r.path and r.at >= released_at
+        ]
+
+    _until(lambda: len(answered()) >= held and all(r.status for r in answered()), 20, "the held creates answered")
+    refused = answered()
+    assert refused and all(r.status == 403 for r in refused), f"the API server took a stale write: {refused}"
     resumed_at = time.time()
     zombie.signal(signal.SIGCONT)
-    _run_for(8)
-    assert h.proxy is not None
+    _until(lambda: _fenced(zombie.metrics()) >= 1, 30, "the resumed replica counting the refused writes")
+    _run_for(max(0.0, resumed_at + 8 - time.time()))
     log = [r for r in h.proxy.log() if r.listener == zombie.identity and r.at >= resumed_at]
     # Shard assignment may legitimately hand shard 0 back to the resumed replica: it then acquires the
     # Lease again (a new fencing token). Everything it wrote before that successful Lease write is a
@@ -118,14 +154,35 @@ def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> N
     )
     writes = [r for r in log if r.at < regained and r.is_write and r.resource != "leases"]
     # In flight at the SIGSTOP: the connection was opened (and the last send-guard check passed) before the
-    # stop, the bytes went out after the resume. Unavoidable for any client (the fencing token covers it), and
-    # at most what was in flight; a write *decided* after the resume comes on a connection opened after it.
+    # stop, the bytes went out after the resume. Unavoidable for any client, at most what was in flight, and
+    # refused by the API server (stale token, or a conflict); a write *decided* after the resume comes on a
+    # connection opened after it.
     in_flight = [r for r in writes if r.opened < resumed_at]
     decided_after = [r for r in writes if r.opened >= resumed_at]
     assert not decided_after, f"the zombie wrote after it resumed: {decided_after[:10]}"
     assert len(in_flight) <= 2, f"more writes in flight at the SIGSTOP than one per sender: {in_flight}"
+    assert all(r.status >= 400 for r in in_flight if r.outcome == "forwarded"), in_flight
     assert any(r.resource == "leases" for r in log), "the resumed replica talks to the API server again"
+    h.faults[f"stale Job creates refused by the API server: {len(refused)} of {held} held"] += 1
+    assert not [sj["metadata"]["name"] for sj in h.scheduled_jobs() if (sj.get("status") or {}).get("deadLetters")]
     _finish(h, "sigstop-zombie", zombie=(stale, stopped_at))
+
+
+def _until(predicate: Callable[[], bool], timeout: float, message: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {message}")
+        time.sleep(0.05)
+
+
+def _holds(proxy: FaultProxy, listener: str) -> bool:
+    return proxy.held(listener) > 0
+
+
+def _fenced(metrics: str) -> float:
+    """The sum of ``sundial_fenced_writes_total`` over its kinds."""
+    return sum(float(value) for value in FENCED_WRITES.findall(metrics))
 
 
 @pytest.mark.parametrize("component", ["kube-apiserver", "etcd"])

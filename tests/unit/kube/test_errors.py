@@ -41,3 +41,48 @@ def test_client_errors_are_final_and_keep_the_api_message(code: int) -> None:
 
 def test_other_exceptions_are_not_api_errors() -> None:
     assert errors.classify(ValueError("bug")) is None
+
+
+INVALID_JOB = (
+    'Job.batch "nightly-1" is invalid: [metadata.labels: Invalid value: "x y": a valid label must be an empty '
+    "string (e.g. 'MyValue', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'), "
+    'spec.template.spec.containers[0].env[1].name: Invalid value: "TOKEN=s3cr3t-Qq7": a valid environment '
+    "variable name must consist only of printable ASCII characters other than '=', "
+    'spec.template.spec.containers[0].imagePullPolicy: Unsupported value: "s3cr3t \\"quoted\\" x": supported '
+    'values: "Always", "IfNotPresent", "Never", spec.parallelism: Invalid value: -1: must be greater than or '
+    "equal to 0, spec.x: Duplicate value: map[a:hunter2]]"
+)
+
+
+def test_quoted_values_are_redacted_and_field_paths_stay() -> None:
+    redacted = errors.redact(INVALID_JOB)
+    for secret in ("x y", "s3cr3t", "hunter2", "-1:"):
+        assert secret not in redacted
+    for path in (
+        "metadata.labels: Invalid value",
+        "spec.template.spec.containers[0].env[1].name: Invalid value",
+        "imagePullPolicy: Unsupported value",
+        "spec.parallelism: Invalid value",
+        "spec.x: Duplicate value",
+    ):
+        assert f'{path}: "{errors.REDACTED}"' in redacted
+    assert "a valid environment variable name must consist only of printable ASCII" in redacted
+    assert 'supported values: "Always"' in redacted
+
+
+def test_api_messages_are_redacted_where_they_become_errors() -> None:
+    classified = errors.classify(_api_error(422, "Invalid", INVALID_JOB))
+    assert classified is not None
+    assert "s3cr3t" not in str(classified)
+    assert "s3cr3t" not in classified.message
+    assert "env[1].name: Invalid value" in classified.message
+
+
+def test_the_fencing_policys_refusal_is_its_own_error() -> None:
+    message = (
+        "jobs.batch \"j\" is forbidden: ValidatingAdmissionPolicy 'sundial-fencing' with binding "
+        "'sundial-fencing' denied request: sundial.dev/fenced: fencing token 0-4 is older than Lease x"
+    )
+    assert isinstance(errors.classify(_api_error(403, "Forbidden", message)), errors.FencedError)
+    rbac = errors.classify(_api_error(403, "Forbidden", "jobs is forbidden: User cannot create"))
+    assert type(rbac) is errors.KubeError

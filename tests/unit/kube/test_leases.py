@@ -75,9 +75,11 @@ class _Coordination:
         return self._answer(body)
 
 
-def _api(error: ApiException | None = None) -> tuple[leases.KubeLeaseApi, _Coordination]:
+def _api(
+    error: ApiException | None = None, labels: dict[str, dict[str, str]] | None = None
+) -> tuple[leases.KubeLeaseApi, _Coordination]:
     requester = requests.Requester(bucket=ratelimits.TokenBucket(rate=1000.0, burst=1000))
-    api = leases.KubeLeaseApi(api_client=_Client(), requester=requester)
+    api = leases.KubeLeaseApi(api_client=_Client(), requester=requester, labels=labels)
     fake = _Coordination(error)
     api._api = fake
     return api, fake
@@ -94,6 +96,19 @@ async def test_replace_carries_the_resource_version_it_was_given() -> None:
     api, fake = _api()
     assert await api.replace(namespace="ns", name="l", record=LeaseRecord("me", 15, AT, AT, 0, "5")) is not None
     assert fake.sent[0]["metadata"]["resourceVersion"] == "5"
+
+
+async def test_the_shard_leases_carry_their_label_on_every_write() -> None:
+    api, fake = _api(labels={"sundial-shard-1": {"sundial.dev/shard-lease": "1"}})
+    record = LeaseRecord("me", 15, AT, AT, 0, "5")
+    await api.create(namespace="ns", name="sundial-shard-1", record=record)
+    await api.replace(namespace="ns", name="sundial-shard-1", record=record)
+    await api.replace(namespace="ns", name="sundial-member-abc", record=record)
+    assert [body["metadata"].get("labels") for body in fake.sent] == [
+        {"sundial.dev/shard-lease": "1"},
+        {"sundial.dev/shard-lease": "1"},
+        None,
+    ]
 
 
 @pytest.mark.parametrize(

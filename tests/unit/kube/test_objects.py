@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from sundial import model
 from sundial.kube import errors, objects, ratelimits, requests, results
 
@@ -31,11 +33,13 @@ async def test_delete_job_with_a_uid_carries_the_precondition() -> None:
     assert batch.calls == [("ns", "job", {"propagationPolicy": "Background", "preconditions": {"uid": "u-1"}})]
 
 
-async def test_delete_job_with_an_empty_uid_has_no_precondition() -> None:
-    # An empty precondition UID never matches a real Job (409 forever): "" means "whatever has this name".
+async def test_a_job_is_never_deleted_by_name_alone() -> None:
     api, batch = _api()
-    assert isinstance(await api.delete_job(namespace="ns", name="job", uid=""), results.Done)
-    assert batch.calls == [("ns", "job", {"propagationPolicy": "Background"})]
+    with pytest.raises(ValueError, match="needs its UID"):
+        await api.delete_job(namespace="ns", name="job", uid="")
+    assert batch.calls == []
+    assert isinstance(await api.delete_job(namespace="ns", name="job", uid="u1"), results.Done)
+    assert batch.calls == [("ns", "job", {"propagationPolicy": "Background", "preconditions": {"uid": "u1"}})]
 
 
 class _Response:

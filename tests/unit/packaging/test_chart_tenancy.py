@@ -43,7 +43,12 @@ def render(*sets: str) -> list[dict[str, Any]]:
 
 
 def _named(manifests: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
-    return {m["metadata"]["name"]: m for m in manifests if m["kind"] == kind}
+    # The fencing policy (<fullname>-fencing) is tested in test_fencing_policy.py.
+    return {
+        m["metadata"]["name"]: m
+        for m in manifests
+        if m["kind"] == kind and not m["metadata"]["name"].endswith("-fencing")
+    }
 
 
 def test_both_policies_and_their_bindings_are_on_by_default() -> None:

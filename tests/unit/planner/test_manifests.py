@@ -40,14 +40,14 @@ def test_the_idempotency_key_does_not_depend_on_the_zone_the_time_is_written_in(
             "a" * 63,
             1,
             False,
-            "a" * 44 + "-" + hashlib.sha256(b"a" * 63).hexdigest()[:5] + "-1798131600-1",
-            id="a long name is cut and hashed before the suffix",
+            "a" * 33 + "-" + hashlib.sha256(b"a" * 63).hexdigest()[:16] + "-1798131600-1",
+            id="a long name is cut and hashed (64 bits) before the suffix",
         ),
         pytest.param(
             "report.v2",
             1,
             False,
-            "report-v2-" + hashlib.sha256(b"report.v2").hexdigest()[:5] + "-1798131600-1",
+            "report-v2-" + hashlib.sha256(b"report.v2").hexdigest()[:16] + "-1798131600-1",
             id="dots are not valid in a label so the name is hashed",
         ),
     ],
@@ -102,7 +102,8 @@ def test_the_job_is_a_batch_v1_job_in_the_scheduled_jobs_namespace_even_if_the_t
 
 def test_labels_are_the_templates_plus_the_scheduledjob_label_on_job_and_pod() -> None:
     job = build()
-    assert job["metadata"]["labels"] == {"app": "report", names.SCHEDULED_JOB_LABEL: NAME}
+    # The Job (not its pods) also carries its fencing token's shard, for the server-side fencing policy.
+    assert job["metadata"]["labels"] == {"app": "report", names.SCHEDULED_JOB_LABEL: NAME, names.SHARD_LABEL: "3"}
     pod = job["spec"]["template"]["metadata"]
     assert pod["labels"] == {"app": "report", names.SCHEDULED_JOB_LABEL: NAME}
 

@@ -3,6 +3,12 @@
 The status write is the claim. A 409 means another writer moved first: the object is re-read from the
 API (never the cache) and planned again, a bounded number of times. Only after the claim succeeds are
 the plan's actions run, in order, each one preceded by the "do I still hold the shard?" check.
+
+Every status write carries the replica's fencing token (``status.fencingToken``), as every Job and Event
+does. Where the server-side fencing policy is installed, a write under a token older than the shard Lease
+is refused (403, :class:`sundial.kube.errors.FencedError`): the pass stops, the refusal is counted
+(``sundial_fenced_writes_total``) and coordination is told the shard is lost (``Acting.fenced``) — no dead
+letter, no invalid-template handling; once the Lease is held again every object of the shard is re-planned.
 """
 
 from __future__ import annotations
@@ -18,10 +24,10 @@ from typing import Any, Protocol, TypeVar
 from sundial import model
 from sundial.kube import errors, requests, results
 from sundial.planner import actions
-from sundial.planner.observed import ObservedJob
+from sundial.planner.observed import FailureReason, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.runtime import fencing
-from sundial.runtime.serving.metrics import Metrics, PassOutcome
+from sundial.runtime.serving.metrics import FencedKind, Metrics, PassOutcome
 from sundial.runtime.watch import jobs
 from sundial.runtime.watch.store import Key, Store
 
@@ -72,7 +78,9 @@ class EventSink(Protocol):
         type_: str,
         reason: str,
         message: str,
+        *,
         guard: Callable[[], None] | None = None,
+        token: str = "",
     ) -> None: ...
 
 
@@ -163,8 +171,11 @@ class Reconciler:
                         namespace=key[0],
                         name=key[1],
                         resource_version=obj.metadata.resource_version,
-                        status=model.resource.dump_status(plan.status),
+                        status=model.resource.dump_status(
+                            plan.status.model_copy(update={"fencing_token": context.fencing_token})
+                        ),
                     ),
+                    kind=FencedKind.STATUS,
                 )
                 if isinstance(written, results.Gone):
                     return PassOutcome.GONE, None
@@ -183,7 +194,7 @@ class Reconciler:
                 self._count(obj.status, plan.status)
                 self._maybe_crash(plan)
             if await self._act(key, shard, obj, plan):
-                continue  # an invalid template was recorded: plan again so the run is dead-lettered
+                continue  # a failed attempt was recorded (invalid template, squatted name): plan again
             self._settle(key, plan.status)
             return (PassOutcome.CLAIMED if claimed else PassOutcome.UNCHANGED), plan.wake_at
         logger.warning("%s/%s: still contended after %d re-plans", key[0], key[1], MAX_REPLANS)
@@ -201,17 +212,23 @@ class Reconciler:
             )
             self._hard_exit(CRASH_EXIT_CODE)
 
-    async def _retrying(self, shard: int, call: Callable[[], Awaitable[T]]) -> T:
+    async def _retrying(self, shard: int, call: Callable[[], Awaitable[T]], *, kind: FencedKind | None = None) -> T:
         """Retry transient API errors (5xx, 429, timeouts, quota) a few times; they consume no attempts.
 
         Every request is checked again right before it is sent (after the rate limiter's wait): see
-        :data:`sundial.kube.requests.SEND_GUARD`.
+        :data:`sundial.kube.requests.SEND_GUARD`. A write the fencing policy refuses (``kind``: which write)
+        raises :class:`sundial.runtime.fencing.NotActingError` after the shard was given up.
         """
         guard = requests.SEND_GUARD.set(functools.partial(self._lead.check, shard))
         try:
             for delay in (*TRANSIENT_DELAYS, None):
                 try:
                     return await call()
+                except errors.FencedError as error:
+                    self._metrics.fenced_writes.labels(kind=kind or FencedKind.STATUS).inc()
+                    logger.warning("shard %d: the API server refused a write under a stale token: %s", shard, error)
+                    self._lead.fenced(shard)
+                    raise fencing.NotActingError(f"shard {shard}: fenced by the API server") from None
                 except errors.TransientError as error:
                     if delay is None:
                         raise
@@ -223,17 +240,21 @@ class Reconciler:
             requests.SEND_GUARD.reset(guard)
 
     async def _act(self, key: Key, shard: int, obj: model.ScheduledJob, plan: Plan) -> bool:
-        """Run the plan's actions in order. True: re-plan (a Job template was rejected as invalid)."""
+        """Run the plan's actions in order. True: re-plan (a Job template was rejected as invalid, or a
+        foreign Job holds the attempt's name)."""
         for action in plan.actions:
             match action:
                 case actions.CreateJob():
                     if await self._create(key, shard, obj, action):
                         return True
+                case actions.DeleteJob(uid=""):
+                    logger.warning("%s/%s: not deleting Job %s: never observed (no UID)", *key, action.name)
                 case actions.DeleteJob():
                     self._lead.check(shard)
                     deleted = await self._retrying(
                         shard,
                         functools.partial(self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid),
+                        kind=FencedKind.JOB_DELETE,
                     )
                     if isinstance(deleted, results.Done) and deleted.existed:
                         message = f"Deleted job {action.name} ({action.reason})"
@@ -253,7 +274,9 @@ class Reconciler:
     async def _create(self, key: Key, shard: int, obj: model.ScheduledJob, action: actions.CreateJob) -> bool:
         self._lead.check(shard)
         created = await self._retrying(
-            shard, lambda: self._api.create_job(namespace=key[0], manifest=action.manifest, owner_uid=obj.metadata.uid)
+            shard,
+            lambda: self._api.create_job(namespace=key[0], manifest=action.manifest, owner_uid=obj.metadata.uid),
+            kind=FencedKind.JOB_CREATE,
         )
         name = str((action.manifest.get("metadata") or {}).get("name", ""))
         match created:
@@ -269,14 +292,27 @@ class Reconciler:
                 self._store.put_job(body)
                 logger.info("adopted existing Job %s/%s", key[0], name)
             case results.Unexpected(owner_uid=owner):
+                # Somebody else's Job squats the attempt's name: left alone, the attempt ends as UnexpectedJob
+                # (a synthetic failed attempt, re-planned at once) and the run goes on under the next name.
                 self._event(
                     shard,
                     obj,
                     actions.EventType.WARNING,
                     actions.EventReason.UNEXPECTED_JOB,
                     f"Job {name} exists but is not controlled by this ScheduledJob "
-                    f"(controller uid {owner}); left alone",
+                    f"(controller uid {owner}); left alone, attempt {action.attempt} ends as UnexpectedJob",
                 )
+                self._metrics.unexpected_jobs.inc()
+                self._synthetic.setdefault(key, {})[name] = jobs.failed_attempt(
+                    action.manifest,
+                    reason=FailureReason.UNEXPECTED_JOB,
+                    message=f"a Job not controlled by this ScheduledJob (controller uid {owner}) has its name",
+                    scheduled_time=action.scheduled_time,
+                    attempt=action.attempt,
+                    owner_uid=obj.metadata.uid,
+                    now=self._clock(),
+                )
+                return True
             case results.Invalid(message=message):
                 logger.warning("Job %s/%s rejected as invalid: %s", key[0], name, message)
                 self._synthetic.setdefault(key, {})[name] = jobs.invalid(
@@ -301,7 +337,12 @@ class Reconciler:
         """Recorded only while this replica acts for the shard; sent in the background, best effort."""
         if self._lead.acting(shard):
             self._events.record(
-                obj.metadata, type_.value, reason.value, message, guard=functools.partial(self._lead.check, shard)
+                obj.metadata,
+                type_.value,
+                reason.value,
+                message,
+                guard=functools.partial(self._lead.check, shard),
+                token=self._lead.fencing_token(shard),
             )
 
     def _count(self, old: model.ScheduledJobStatus, new: model.ScheduledJobStatus) -> None:

@@ -20,6 +20,11 @@ shard?" check; it is set as :data:`sundial.kube.requests.SEND_GUARD` around the 
 right before the request is sent (after the Event rate limiter's wait). A replica that lost the shard (a
 SIGSTOPped zombie that resumes with Events queued) drops them (``result="dropped"``) instead of writing.
 
+**Refused by the API server:** where the server-side fencing policy is installed, every Event carries the
+writer's fencing token (annotation ``sundial.dev/fencing-token``, also on each PATCH); a 403 from the policy
+drops the write, counts ``sundial_fenced_writes_total{kind="event"}`` and tells coordination the shard is lost
+(``on_fenced``).
+
 **Shutdown:** :meth:`EventRecorder.run` flushes what is pending (creates, then every pending count) for at
 most :data:`SHUTDOWN_FLUSH` seconds, then returns; whatever is left is dropped.
 """
@@ -35,10 +40,10 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from sundial import model
-from sundial.kube import objects, ratelimits, requests, results
+from sundial.kube import errors, objects, ratelimits, requests, results
 from sundial.runtime.acting.series import MAX_QUEUE, MAX_SERIES, Series, SeriesBook, SeriesKey, Throttled
 from sundial.runtime.fencing import NotActingError
-from sundial.runtime.serving.metrics import EventResult, Metrics
+from sundial.runtime.serving.metrics import EventResult, FencedKind, Metrics
 from sundial.runtime.settings import EventSettings
 
 logger = logging.getLogger(__name__)
@@ -61,10 +66,11 @@ class EventsApi(Protocol):
         last: datetime,
         count: int,
         instance: str,
+        fencing_token: str,
     ) -> str: ...
 
     async def patch_event(
-        self, *, namespace: str, name: str, count: int, last_timestamp: datetime, message: str
+        self, *, namespace: str, name: str, count: int, last_timestamp: datetime, message: str, fencing_token: str
     ) -> results.PatchResult: ...
 
 
@@ -87,9 +93,12 @@ class EventRecorder:
         monotonic: Callable[[], float] = time.monotonic,
         max_queue: int = MAX_QUEUE,
         max_series: int = MAX_SERIES,
+        on_fenced: Callable[[str], None] = lambda token: None,
     ) -> None:
         self._api = api
         self._results = metrics.events
+        self._fenced = metrics.fenced_writes
+        self._on_fenced = on_fenced
         self._identity = identity
         self._interval = series_interval
         self._monotonic = monotonic
@@ -106,11 +115,14 @@ class EventRecorder:
         type_: str,
         reason: str,
         message: str,
+        *,
         guard: Callable[[], None] | None = None,
+        token: str = "",
     ) -> None:
-        """Count one occurrence; never blocks, never raises. ``guard`` runs right before the write is sent."""
+        """Count one occurrence; never blocks, never raises. ``guard`` runs right before the write is sent;
+        ``token`` (the writer's fencing token) is annotated on the Event."""
         try:
-            self._book.record(involved, type_, reason, message, guard)
+            self._book.record(involved, type_, reason, message, guard=guard, token=token)
         except Exception:  # pragma: no cover - a bug here must not fail a reconcile pass
             logger.exception("could not record Event %s", reason)
 
@@ -181,9 +193,13 @@ class EventRecorder:
                 last=series.last,
                 count=count,
                 instance=self._identity,
+                fencing_token=series.token,
             )
         except NotActingError:
             self._results.labels(result=EventResult.DROPPED).inc(count)  # the shard moved on: not ours to write
+            return
+        except errors.FencedError:
+            self._refused(series, count)
             return
         except Exception as error:
             self._failed(series, "create", error)
@@ -206,12 +222,16 @@ class EventRecorder:
                 count=series.count + count,
                 last_timestamp=series.last,
                 message=series.message,
+                fencing_token=series.token,
             )
         except asyncio.CancelledError:
             self._book.restore(series, count, first)  # ``count`` is absolute: sending it again is harmless
             raise
         except NotActingError:
             self._results.labels(result=EventResult.DROPPED).inc(count)  # the shard moved on: not ours to write
+            return
+        except errors.FencedError:
+            self._refused(series, count)
             return
         except Exception as error:
             self._book.restore(series, count, first)  # kept for the next interval, never retried right away
@@ -226,6 +246,15 @@ class EventRecorder:
             return
         self._results.labels(result=EventResult.PATCHED).inc()
         series.count += count
+
+    def _refused(self, series: Series, count: int) -> None:
+        """The API server's fencing policy refused the write: the token is stale, the shard moved on."""
+        self._results.labels(result=EventResult.DROPPED).inc(count)
+        self._fenced.labels(kind=FencedKind.EVENT).inc()
+        logger.warning(
+            "Event %s refused by the fencing policy (token %s): the shard moved on", series.reason, series.token
+        )
+        self._on_fenced(series.token)
 
     def _failed(self, series: Series, verb: str, error: Exception) -> None:
         self._results.labels(result=EventResult.FAILED).inc()

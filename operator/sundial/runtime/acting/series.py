@@ -70,6 +70,8 @@ class Series:
     """Monotonic time from which the series may be written again."""
     guard: Callable[[], None] | None = None
     """The latest occurrence's send guard (raises if this replica may no longer write for the object)."""
+    token: str = ""
+    """The latest occurrence's fencing token (annotated on the Event, checked by the fencing policy)."""
 
 
 class Throttled:
@@ -119,7 +121,14 @@ class SeriesBook:
         self.dropped_log = Throttled(logging.WARNING, monotonic)
 
     def record(
-        self, involved: model.ObjectMeta, type_: str, reason: str, message: str, guard: Callable[[], None] | None
+        self,
+        involved: model.ObjectMeta,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        guard: Callable[[], None] | None,
+        token: str = "",
     ) -> None:
         key = (involved.namespace, involved.uid, type_, reason)
         now = self._clock()
@@ -129,7 +138,7 @@ class SeriesBook:
         else:
             series = self._unsent.get(key)
         if series is not None:
-            series.guard = guard
+            series.guard, series.token = guard, token
             self._results.labels(result=EventResult.AGGREGATED).inc()
             self._occur(series, message, now)
             if key in self._sent and series.pending == 1:
@@ -146,7 +155,9 @@ class SeriesBook:
                 involved.name,
             )
             return
-        series = Series(involved=involved, type_=type_, reason=reason, message=message, last=now, guard=guard)
+        series = Series(
+            involved=involved, type_=type_, reason=reason, message=message, last=now, guard=guard, token=token
+        )
         self._occur(series, message, now)
         self._unsent[key] = series
         self._creates[type_ == EventType.WARNING].append(key)

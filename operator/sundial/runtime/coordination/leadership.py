@@ -143,6 +143,16 @@ class Leadership:
         """``<shard>-<leaseTransitions>``: stamped on every Job so stale holders can be rejected."""
         return f"{shard}-{self._electors[shard].transitions}"
 
+    def fenced(self, shard: int) -> None:
+        """The API server's fencing policy refused a write under this shard's token: the Lease moved on.
+
+        Stop acting at once (called on the main loop; the elector's state is one assignment). The next round
+        re-reads the Lease: it reports the shard lost, or held again under a new token, and either way every
+        object of the shard is planned again once it is held.
+        """
+        logger.warning("shard %d: a write was refused under token %s; stopped acting", shard, self.fencing_token(shard))
+        self._electors[shard].stop()
+
     def held(self) -> int:
         return sum(1 for elector in self._electors if elector.holding)
 

@@ -31,6 +31,15 @@ class EventResult(StrEnum):
     """An API write that failed (Events are best effort: never retried)."""
 
 
+class FencedKind(StrEnum):
+    """Values of the ``kind`` label of ``sundial_fenced_writes_total``: which write the fencing policy refused."""
+
+    JOB_CREATE = "job_create"
+    JOB_DELETE = "job_delete"
+    STATUS = "status"
+    EVENT = "event"
+
+
 class PassOutcome(StrEnum):
     """How one reconcile pass ended: the ``outcome`` label of ``sundial_reconciles_total``."""
 
@@ -113,6 +122,7 @@ class Metrics:
         )
         for result in EventResult:
             self.events.labels(result=result)
+        self._fencing(r)
         self.api_requests = Counter(
             "sundial_api_requests", "Kubernetes API requests.", ["verb", "resource", "code"], registry=r
         )
@@ -139,3 +149,21 @@ class Metrics:
     def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
         self.api_requests.labels(verb=verb, resource=resource, code=code).inc()
         self.api_latency.labels(verb=verb, resource=resource).observe(seconds)
+
+    def _fencing(self, r: CollectorRegistry) -> None:
+        """Counters of writes the API server refused or found squatted (DESIGN §10.3)."""
+        self.unexpected_jobs = Counter(
+            "sundial_unexpected_jobs",
+            "Job creates that found a Job not controlled by the ScheduledJob at the attempt's name (the attempt "
+            "ends as UnexpectedJob, the run continues under the next attempt's name).",
+            registry=r,
+        )
+        self.fenced_writes = Counter(
+            "sundial_fenced_writes",
+            "Writes the API server's fencing policy refused (403: the token is older than the shard Lease), by kind. "
+            "Each one made this replica stop acting on the shard until it holds the Lease again.",
+            ["kind"],
+            registry=r,
+        )
+        for kind in FencedKind:
+            self.fenced_writes.labels(kind=kind)

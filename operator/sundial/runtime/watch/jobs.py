@@ -76,6 +76,28 @@ def invalid(
     manifest: Mapping[str, Any], *, message: str, scheduled_time: datetime, attempt: int, owner_uid: str, now: datetime
 ) -> ObservedJob:
     """A synthetic FAILED attempt for a Job the API server rejected as invalid (never created)."""
+    return failed_attempt(
+        manifest,
+        reason=FailureReason.INVALID_JOB_TEMPLATE,
+        message=message,
+        scheduled_time=scheduled_time,
+        attempt=attempt,
+        owner_uid=owner_uid,
+        now=now,
+    )
+
+
+def failed_attempt(
+    manifest: Mapping[str, Any],
+    *,
+    reason: str,
+    message: str,
+    scheduled_time: datetime,
+    attempt: int,
+    owner_uid: str,
+    now: datetime,
+) -> ObservedJob:
+    """A synthetic FAILED attempt whose Job this object never had (no UID: never deleted by history)."""
     meta = manifest.get("metadata") or {}
     return ObservedJob(
         name=str(meta.get("name", "")),
@@ -86,6 +108,6 @@ def invalid(
         attempt=attempt,
         created_at=now,
         finished_at=now,
-        failure_reason=FailureReason.INVALID_JOB_TEMPLATE,
+        failure_reason=reason,
         failure_message=message,
     )

@@ -58,6 +58,8 @@ class FakeApi:
     create_errors: list[BaseException] = field(default_factory=list)
     patch_results: list[results.PatchResult | BaseException] = field(default_factory=list)
     created: int = 0
+    tokens: list[str] = field(default_factory=list)
+    """The fencing token of every create and PATCH, in order."""
 
     async def create_event(
         self,
@@ -70,9 +72,11 @@ class FakeApi:
         last: datetime,
         count: int,
         instance: str,
+        fencing_token: str = "",
     ) -> str:
         assert instance == "replica-1"
         send_guard()
+        self.tokens.append(fencing_token)
         self.calls.append(Call("create", reason, count, message, first, last))
         if self.create_errors:
             raise self.create_errors.pop(0)
@@ -80,9 +84,10 @@ class FakeApi:
         return f"{involved.name}.{self.created}"
 
     async def patch_event(
-        self, *, namespace: str, name: str, count: int, last_timestamp: datetime, message: str
+        self, *, namespace: str, name: str, count: int, last_timestamp: datetime, message: str, fencing_token: str = ""
     ) -> results.PatchResult:
         send_guard()
+        self.tokens.append(fencing_token)
         self.calls.append(Call("patch", name, count, message, last=last_timestamp))
         if self.patch_results:
             result = self.patch_results.pop(0)

@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 
 from sundial import model
-from sundial.kube import ratelimits, requests, results
+from sundial.kube import errors, ratelimits, requests, results
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner import actions, names
 from sundial.planner.observed import JobPhase, ObservedJob
@@ -19,7 +19,7 @@ from sundial.runtime.acting.reconciler import Reconciler
 from sundial.runtime.coordination import electors
 from sundial.runtime.coordination.leadership import Leadership
 from sundial.runtime.fencing import NotActingError
-from sundial.runtime.serving.metrics import Metrics, PassOutcome
+from sundial.runtime.serving.metrics import FencedKind, Metrics, PassOutcome
 from sundial.runtime.watch.store import Store
 
 NOW = datetime(2026, 3, 1, 2, 30, 5, tzinfo=UTC)
@@ -30,6 +30,9 @@ class Elector:
     def __init__(self, holding: bool = True, transitions: int = 3) -> None:
         self.holding = holding
         self.transitions = transitions
+
+    def stop(self) -> None:
+        self.holding = False
 
 
 def body(rv: str = "1") -> dict[str, Any]:
@@ -42,6 +45,8 @@ class FakeApi:
         self.calls: list[str] = []
         self.write_results: list[results.WriteResult] = []
         self.create_results: list[results.CreateResult] = []
+        self.create_errors: list[Exception] = []
+        self.statuses: list[Mapping[str, Any]] = []
         self.fresh = body("2")
 
     async def get_scheduled_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
@@ -52,6 +57,7 @@ class FakeApi:
         self, *, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]
     ) -> results.WriteResult:
         self.calls.append(f"write@{resource_version}")
+        self.statuses.append(status)
         if self.write_results:
             return self.write_results.pop(0)
         return results.Written(body=body(str(int(resource_version) + 10)))
@@ -62,6 +68,8 @@ class FakeApi:
 
     async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
         self.calls.append(f"create:{manifest['metadata']['name']}")
+        if self.create_errors:
+            raise self.create_errors.pop(0)
         if self.create_results:
             return self.create_results.pop(0)
         return results.Created(body={"metadata": {**manifest["metadata"], "namespace": namespace, "uid": "j"}})
@@ -77,8 +85,11 @@ class FakeEvents:
     def __init__(self, api: FakeApi) -> None:
         self.api = api
 
-    def record(self, involved: model.ObjectMeta, type_: str, reason: str, message: str, guard: Any = None) -> None:
+    def record(
+        self, involved: model.ObjectMeta, type_: str, reason: str, message: str, *, guard: Any = None, token: str = ""
+    ) -> None:
         assert guard is not None  # every Event is fenced like the other writes
+        assert token == "0-3"  # and carries the writer's fencing token (checked by the fencing policy)
         self.api.calls.append(f"event:{reason}")
 
 
@@ -127,6 +138,29 @@ async def test_claims_in_status_before_creating_and_then_acts_in_order() -> None
     assert store.scheduled_job(KEY)["metadata"]["resourceVersion"] == "11"  # type: ignore[index]
 
 
+async def test_every_status_write_carries_the_writers_fencing_token() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(CREATE)])
+    rec, _ = reconciler(api, planner)
+    await rec.reconcile(KEY)
+    [status] = api.statuses
+    assert status["fencingToken"] == "0-3"
+
+
+async def test_a_write_the_fencing_policy_refuses_gives_the_shard_up_without_a_dead_letter() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(CREATE, EVENT)])
+    api.create_errors = [errors.FencedError(code=403, reason="Forbidden", message="sundial.dev/fenced: stale")]
+    elector = Elector()
+    rec, store = reconciler(api, planner, elector)
+    with pytest.raises(NotActingError):
+        await rec.reconcile(KEY)
+    assert api.calls == ["write@1", "create:nightly-1-1"]  # no Event, no re-plan, no synthetic failed Job
+    assert len(planner.seen) == 1
+    assert store.observed_jobs(KEY) == []
+    assert not elector.holding  # coordination stopped acting on the shard until it holds the Lease again
+    fenced = rec._metrics.fenced_writes.labels(kind=FencedKind.JOB_CREATE)._value.get()
+    assert fenced == 1
+
+
 async def test_a_conflict_rereads_from_the_api_and_plans_again() -> None:
     api, planner = FakeApi(), FakePlanner([plan(CREATE)])
     api.write_results = [results.Conflict()]
@@ -149,13 +183,29 @@ async def test_an_invalid_template_becomes_a_failed_attempt_and_is_replanned() -
     assert "restartPolicy" in failed.failure_message
 
 
-async def test_an_unexpected_job_is_reported_and_left_alone() -> None:
-    api, planner = FakeApi(), FakePlanner([plan(CREATE)])
+async def test_an_unexpected_job_is_left_alone_and_ends_the_attempt_as_unexpected_job() -> None:
+    api, planner = FakeApi(), FakePlanner([plan(CREATE), plan()])
     api.create_results = [results.Unexpected(owner_uid="someone-else")]
     rec, store = reconciler(api, planner)
     await rec.reconcile(KEY)
-    assert api.calls == ["write@1", "create:nightly-1-1", "event:UnexpectedJob"]
+    # never deleted, never re-issued; the re-plan records the failed attempt
+    assert api.calls == ["write@1", "create:nightly-1-1", "event:UnexpectedJob", "write@11"]
     assert store.observed_jobs(KEY) == []
+    [(_, jobs, _)] = planner.seen[1:]  # planned again at once with a failed attempt under the squatted name
+    [failed] = jobs
+    assert (failed.name, failed.phase, failed.failure_reason) == ("nightly-1-1", JobPhase.FAILED, "UnexpectedJob")
+    assert failed.uid == ""  # so that history never deletes the squatter
+    assert rec._metrics.unexpected_jobs._value.get() == 1
+
+
+async def test_a_delete_without_a_uid_is_never_sent() -> None:
+    api, planner = (
+        FakeApi(),
+        FakePlanner([plan(actions.DeleteJob(name="j", uid="", reason=actions.DeleteReason.REPLACED))]),
+    )
+    rec, _ = reconciler(api, planner)
+    await rec.reconcile(KEY)
+    assert api.calls == ["write@1"]
 
 
 async def test_without_the_lease_nothing_is_written() -> None:

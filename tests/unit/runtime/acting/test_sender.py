@@ -191,3 +191,22 @@ async def test_a_replica_that_lost_the_shard_drops_its_queued_events_instead_of_
     await rec.step()
     assert [call.verb for call in api.calls] == ["create"]  # neither the patch nor the new create went out
     assert counted(metrics, "dropped") == 2
+
+
+async def test_events_carry_the_latest_token_and_a_refusal_by_the_fencing_policy_gives_the_shard_up() -> None:
+    api, clock, metrics = FakeApi(), Clock(), Metrics()
+    lost: list[str] = []
+    rec = recorder(api, clock, metrics, on_fenced=lost.append)
+    rec.record(meta(), "Normal", "SuccessfulCreate", "run 1", token="0-4")
+    await rec.step()
+    clock.advance(INTERVAL)
+    rec.record(meta(), "Normal", "SuccessfulCreate", "run 2", token="0-5")  # the PATCH carries the newer token
+    await rec.step()
+    assert api.tokens == ["0-4", "0-5"]
+
+    api.create_errors = [errors.FencedError(code=403, reason="Forbidden", message="sundial.dev/fenced: stale")]
+    rec.record(meta(), "Warning", "MissedSchedule", "late", token="0-5")
+    await rec.step()
+    assert lost == ["0-5"]
+    assert counted(metrics, "dropped") == 1
+    assert metrics.fenced_writes.labels(kind="event")._value.get() == 1

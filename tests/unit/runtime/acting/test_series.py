@@ -23,9 +23,9 @@ def book(clock: Clock, metrics: Metrics, **kwargs: int) -> SeriesBook:
 def test_the_book_counts_repeats_into_one_series_until_it_is_created() -> None:
     clock, metrics = Clock(), Metrics()
     series = book(clock, metrics)
-    series.record(meta(), "Normal", "SawCompletedJob", "run 1", None)
+    series.record(meta(), "Normal", "SawCompletedJob", "run 1", guard=None)
     clock.advance(5)
-    series.record(meta(), "Normal", "SawCompletedJob", "run 2", None)
+    series.record(meta(), "Normal", "SawCompletedJob", "run 2", guard=None)
     assert series.queued == 1
     assert series.wakeup.is_set()
     taken = series.next_create()
@@ -40,7 +40,7 @@ def test_the_book_counts_repeats_into_one_series_until_it_is_created() -> None:
 def test_the_book_owes_a_patch_once_per_interval_after_the_create() -> None:
     clock, metrics = Clock(), Metrics()
     series = book(clock, metrics)
-    series.record(meta(), "Normal", "SuccessfulCreate", "a", None)
+    series.record(meta(), "Normal", "SuccessfulCreate", "a", guard=None)
     taken = series.next_create()
     assert taken is not None
     key, one = taken
@@ -48,7 +48,7 @@ def test_the_book_owes_a_patch_once_per_interval_after_the_create() -> None:
     series.unqueue(key)
     series.created(key, one, name="nightly.1", count=1, interval=INTERVAL)
     assert series.next_due_in(clock.monotonic()) is None  # nothing pending
-    series.record(meta(), "Normal", "SuccessfulCreate", "b", None)
+    series.record(meta(), "Normal", "SuccessfulCreate", "b", guard=None)
     assert series.next_due(clock.monotonic()) is None
     assert series.next_due_in(clock.monotonic()) == pytest.approx(INTERVAL)
     clock.advance(INTERVAL)
@@ -59,13 +59,13 @@ def test_the_book_owes_a_patch_once_per_interval_after_the_create() -> None:
 def test_an_expired_series_is_created_again_before_other_queued_creates() -> None:
     clock, metrics = Clock(), Metrics()
     series = book(clock, metrics)
-    series.record(meta("a"), "Normal", "SuccessfulCreate", "m", None)
+    series.record(meta("a"), "Normal", "SuccessfulCreate", "m", guard=None)
     taken = series.next_create()
     assert taken is not None
     key, one = taken
     series.unqueue(key)
     series.created(key, one, name="a.1", count=1, interval=INTERVAL)
-    series.record(meta("b"), "Normal", "SuccessfulCreate", "m", None)
+    series.record(meta("b"), "Normal", "SuccessfulCreate", "m", guard=None)
     series.gone(key, one)
     assert series.next_create() == (key, one)
     assert (one.name, one.count) == ("", 0)

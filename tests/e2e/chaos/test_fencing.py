@@ -1,0 +1,176 @@
+"""The chart's server-side fencing policy against the real API server (docs/fencing.md, issue 14 item 3).
+
+Two pods of the operator's ServiceAccount, ``replica-a`` and ``replica-b``, write with pod-bound tokens while
+the shard Leases say who holds what; every rule of the policy is exercised with kubectl:
+
+* a Job create, a ScheduledJob status update and an Event create or patch under a token older than the
+  Lease's ``leaseTransitions`` are refused (403 Forbidden, ``sundial.dev/fenced``); under the current token
+  (or a newer one) they pass; an Event patch must carry the writer's token (the Event may be older);
+* a Job delete by a pod that does not hold the Job's shard Lease is refused, by the holder it passes;
+* other users (the admin), writes without a token, another release's Leases (another prefix, the same
+  labels) and a namespace without labelled Leases are not fenced.
+
+The operator end to end (a write in flight across a takeover, refused and counted) is the zombie test in
+``test_faults.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sundial.planner import names
+
+from .fencing import ServerFencing, helm
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+
+PREFIX = "fenced"
+FENCED = "sundial.dev/fenced:"
+
+
+@pytest.fixture
+def fencing(cluster: Any, namespace: str, tmp_path: Path) -> Iterator[ServerFencing]:
+    binary = helm()
+    if binary is None:
+        pytest.skip("helm not found: bash tools/helm/build.sh (or set SUNDIAL_HELM)")
+    from sundial_sandbox import install_crds  # noqa: PLC0415 - only where the sandbox runs
+
+    install_crds(cluster.kubeconfig, Path(__file__).resolve().parents[3] / "crds")
+    installed = ServerFencing(cluster, namespace, namespace, PREFIX, tmp_path).install(binary)
+    try:
+        yield installed
+    finally:
+        installed.close()
+
+
+def _lease(name: str, shard: str, holder: str, transitions: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "labels": {names.SHARD_LEASE_LABEL: shard}},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "leaseTransitions": transitions},
+    }
+
+
+def _job(name: str, token: str | None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if token is not None:
+        metadata["labels"] = {names.SHARD_LABEL: names.token_shard(token)}
+        metadata["annotations"] = {names.FENCING_TOKEN_ANNOTATION: token}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata,
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "x"}]}}},
+    }
+
+
+def _event(name: str, token: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "annotations": {names.FENCING_TOKEN_ANNOTATION: token}},
+        "involvedObject": {"kind": "ScheduledJob", "name": "x", "namespace": namespace},
+        "reason": "Test",
+        "message": "m",
+        "type": "Normal",
+    }
+
+
+class As:
+    """kubectl as one replica (its pod-bound token), in the test namespace."""
+
+    def __init__(self, cluster: Any, kubeconfig: Path, namespace: str) -> None:
+        self.cluster, self.kubeconfig, self.namespace = cluster, kubeconfig, namespace
+
+    def run(self, *args: str, body: dict[str, Any] | None = None) -> subprocess.CompletedProcess[str]:
+        return self.cluster.kubectl(
+            f"--kubeconfig={self.kubeconfig}", "-n", self.namespace, *args,
+            input=None if body is None else json.dumps(body), check=False,
+        )  # fmt: skip
+
+    def create(self, body: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+        return self.run("create", "-f", "-", body=body)
+
+
+def _refused(result: subprocess.CompletedProcess[str]) -> bool:
+    return result.returncode != 0 and "Forbidden" in result.stderr and FENCED in result.stderr
+
+
+def _passed(result: subprocess.CompletedProcess[str]) -> bool:
+    assert result.returncode == 0, result.stderr
+    return True
+
+
+def test_the_api_server_refuses_stale_tokens_and_deletes_by_a_non_holder(
+    cluster: Any, namespace: str, fencing: ServerFencing
+) -> None:
+    ns = namespace
+    a = As(cluster, fencing.kubeconfig("replica-a"), ns)
+    b = As(cluster, fencing.kubeconfig("replica-b"), ns)
+    whoami = json.loads(a.run("auth", "whoami", "-o", "json").stdout)["status"]["userInfo"]
+    assert whoami["username"] == fencing.user
+    assert whoami["extra"]["authentication.kubernetes.io/pod-name"] == ["replica-a"]
+    cluster.apply(_lease(f"{PREFIX}-shard-0", "0", "replica-b", 5), ns)
+    cluster.apply(_lease(f"{PREFIX}-shard-1", "1", "replica-a", 2), ns)
+    cluster.apply(_lease("other-release-shard-0", "0", "someone", 99), ns)  # not ours: never consulted
+
+    def admitted(result: subprocess.CompletedProcess[str]) -> bool:
+        return result.returncode == 0 or FENCED not in result.stderr  # the policy may still be loading
+
+    cluster.wait_for(lambda: _refused(a.create(_job("probe", "0-1"))), timeout=30, message="the policy in force")
+
+    # Job creates: the token's transitions against the shard Lease's.
+    assert _refused(a.create(_job("stale", "0-4")))
+    assert _refused(b.create(_job("stale-1", "1-1")))
+    assert _passed(b.create(_job("current", "0-5")))
+    assert _passed(a.create(_job("newer", "0-6")))
+    assert _passed(a.create(_job("current-1", "1-2")))
+    assert _passed(a.create(_job("untokened", None)))
+    assert _passed(cluster.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(_job("admin", "0-1")), check=False))
+
+    # ScheduledJob status updates: status.fencingToken.
+    cluster.apply(
+        {
+            "apiVersion": "sundial.dev/v1alpha1",
+            "kind": "ScheduledJob",
+            "metadata": {"name": "nightly"},
+            "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": _job("x", None)["spec"]}},
+        },
+        ns,
+    )
+
+    def status(token: str) -> subprocess.CompletedProcess[str]:
+        patch = json.dumps({"status": {"fencingToken": token}})
+        return a.run("patch", "scheduledjob", "nightly", "--subresource=status", "--type=merge", "-p", patch)
+
+    assert _refused(status("0-4"))
+    assert _passed(status("0-5"))
+    stored = cluster.get_json("scheduledjob", "nightly", "-n", ns)
+    assert stored["status"]["fencingToken"] == "0-5"
+
+    # Events: the create, and every patch (which must carry the patcher's token).
+    assert _refused(a.create(_event("stale-event", "0-4", ns)))
+    assert _passed(a.create(_event("series", "0-5", ns)))
+    cluster.kubectl("patch", "lease", f"{PREFIX}-shard-0", "-n", ns, "--type=merge",
+                    "-p", '{"spec": {"leaseTransitions": 6}}')  # fmt: skip
+    assert _refused(a.run("patch", "event", "series", "--type=merge", "-p", '{"count": 2}'))
+    token = json.dumps({"count": 2, "metadata": {"annotations": {names.FENCING_TOKEN_ANNOTATION: "0-6"}}})
+    assert _passed(a.run("patch", "event", "series", "--type=merge", "-p", token))
+
+    # Job deletes: only the holder of the Job's shard Lease (replica-b holds shard 0, replica-a shard 1).
+    assert _refused(a.run("delete", "job", "current", "--wait=false"))
+    assert _passed(b.run("delete", "job", "current", "--wait=false"))
+    assert _refused(b.run("delete", "job", "current-1", "--wait=false"))
+    assert _passed(a.run("delete", "job", "current-1", "--wait=false"))
+    assert admitted(a.run("delete", "job", "untokened", "--wait=false"))
+
+    # Without a labelled Lease (a fresh install, Leases not yet relabelled by an upgraded replica): allowed.
+    cluster.kubectl("label", "lease", "-n", ns, "--all", f"{names.SHARD_LEASE_LABEL}-")
+    cluster.wait_for(lambda: a.create(_job("unfenced", "0-1")).returncode == 0, timeout=30, message="no params")
