@@ -96,7 +96,7 @@ def register(subparsers: Any) -> None:
         default=None,
         help="kubeconfig file (default: in-cluster service account, else KUBECONFIG / ~/.kube/config)",
     )
-    add("--identity", default=None, help="Lease holder identity (default: <hostname>-<pid>)")
+    add("--identity", default=None, help="Lease holder identity (default: $POD_NAME, else <hostname>-<pid>)")
     _add_certificate_flags(parser)
     parser.set_defaults(func=run)
 
@@ -178,11 +178,12 @@ def _crash_after_claim(environ: Mapping[str, str]) -> int:
 def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
     """The frozen :class:`Settings` from parsed arguments (the only place they are read).
 
-    ``environ`` (default ``os.environ``) is consulted for the test-only crash hook and nothing else.
+    ``environ`` (default ``os.environ``) is consulted for ``POD_NAME`` (the default identity, as the chart sets
+    it: the fencing policy compares the Lease holder with the token's pod name) and the test-only crash hook.
     """
     env = os.environ if environ is None else environ
     return Settings(
-        identity=args.identity or f"{socket.gethostname()}-{os.getpid()}",
+        identity=args.identity or env.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
         namespaces=tuple(args.namespaces),
         api=groups.ApiSettings(qps=args.qps, burst=args.burst, kubeconfig=args.kubeconfig),
         leases=groups.LeaseSettings(

@@ -4,6 +4,7 @@ environment, off by default."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,12 @@ def test_the_tenancy_flags_land_in_their_groups() -> None:
     defaults = run_cmd.settings_from(_args(), environ={})
     assert defaults.webhook.max_job_template_bytes == groups.DEFAULT_MAX_JOB_TEMPLATE_BYTES
     assert defaults.probes.metrics_auth is False
+
+
+def test_the_identity_defaults_to_the_pod_name_then_to_host_and_pid() -> None:
+    parser = argparse.ArgumentParser()
+    run_cmd.register(parser.add_subparsers())
+    unnamed = parser.parse_args(["run"])
+    assert run_cmd.settings_from(unnamed, environ={"POD_NAME": "sundial-7d9f-abcde"}).identity == "sundial-7d9f-abcde"
+    assert run_cmd.settings_from(unnamed, environ={}).identity.endswith(f"-{os.getpid()}")
+    assert run_cmd.settings_from(_args(), environ={"POD_NAME": "p"}).identity == "me"
