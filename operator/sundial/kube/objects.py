@@ -32,6 +32,19 @@ def controller_uid(body: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _paging(limit: int, token: str | None) -> dict[str, Any]:
+    """Arguments of one LIST page. The first page asks for ``resourceVersion=0`` ("any version"): the API
+    server answers it from its watch cache, and the ``continue`` tokens that follow name the cache's own
+    version. A first page without it is a consistent read that may be served by etcd when the cache lags
+    (a loaded API server), and then every ``continue`` page waits for the cache to reach etcd's version and
+    fails with 504 ``ResourceVersionTooLarge`` until it does. What the startup listing needs (the UIDs that
+    exist, for readiness) is served as well by the cache the informers read from; client-go's reflectors
+    list the same way."""
+    if token is None:
+        return {"limit": limit, "resource_version": "0", "_request_timeout": 60, "_preload_content": False}
+    return {"limit": limit, "_continue": token, "_request_timeout": 60, "_preload_content": False}
+
+
 async def _raw_page(request: Callable[[str | None], Awaitable[Any]], token: str | None) -> dict[str, Any]:
     return await raw_json(request(token))
 
@@ -73,7 +86,7 @@ class ObjectsApi:
         is decoded and held, never the whole list."""
 
         def request(token: str | None) -> Any:
-            paging = {"limit": limit, "_continue": token, "_request_timeout": 60, "_preload_content": False}
+            paging = _paging(limit, token)
             if namespace is None:
                 return self._custom.list_cluster_custom_object(*_SJ, model.resource.PLURAL, **paging)
             return self._custom.list_namespaced_custom_object(*_SJ, namespace, model.resource.PLURAL, **paging)
@@ -89,7 +102,7 @@ class ObjectsApi:
         plural = model.calendars.CALENDAR_PLURAL
 
         def request(token: str | None) -> Any:
-            paging = {"limit": limit, "_continue": token, "_request_timeout": 60, "_preload_content": False}
+            paging = _paging(limit, token)
             if namespace is None:
                 return self._custom.list_cluster_custom_object(*_SJ, plural, **paging)
             return self._custom.list_namespaced_custom_object(*_SJ, namespace, plural, **paging)
@@ -196,7 +209,7 @@ class ObjectsApi:
         """Jobs matching ``label_selector``, ``limit`` per LIST request (see :meth:`scheduled_job_pages`)."""
 
         def request(token: str | None) -> Any:
-            paging = {"limit": limit, "_continue": token, "_request_timeout": 60, "_preload_content": False}
+            paging = _paging(limit, token)
             if namespace is None:
                 return self._batch.list_job_for_all_namespaces(label_selector=label_selector, **paging)
             return self._batch.list_namespaced_job(namespace, label_selector=label_selector, **paging)

@@ -94,6 +94,10 @@ def use_fast_json() -> None:
     compat.decode_watch_events_with(codec.loads)
 
 
+#: Pauses between retries of one kopf request (seconds): 174 s in all before it escalates.
+ERROR_BACKOFFS = (1.0, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 30.0, 30.0, 30.0, 30.0)
+
+
 def operator_settings() -> Any:
     """kopf settings: no Event posting, no peering, no cluster scanning, server-side Job label selector."""
     settings = kopf.OperatorSettings()
@@ -107,6 +111,11 @@ def operator_settings() -> Any:
     # Memory at scale (RSS keeps its high-water mark, so transient peaks stay; docs/benchmarks.md has the
     # numbers): kopf's initial LIST in pages instead of one response holding every object at once.
     settings.watching.chunk_size = 500
+    # A LIST page or WATCH that fails with a 5xx is retried with these pauses, then escalates and kopf's
+    # watcher ends (and the operator with it). kopf's default (1 … 21 s, 54 s in all) is shorter than a
+    # lagging watch cache takes to catch up on a loaded API server: every ``continue`` page answers 504
+    # ``ResourceVersionTooLarge`` until the cache reaches the first page's version. About 3 minutes here.
+    settings.networking.error_backoffs = ERROR_BACKOFFS
     # A per-object worker keeps its last event (the whole body) until it exits, idle_timeout after that
     # event (default 5 s): during a listing that is every object listed in the last 5 s. A later event of
     # the object simply starts a new worker (a task and a queue).

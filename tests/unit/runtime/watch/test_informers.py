@@ -38,6 +38,15 @@ def test_no_event_posting_and_no_peering() -> None:
     assert settings.peering.standalone is True
 
 
+def test_a_failing_list_page_is_retried_for_minutes_before_kopf_gives_up_the_watch() -> None:
+    """A lagging watch cache answers 504 to continue pages for tens of seconds on a loaded API server; kopf's
+    default 54 s of retries then ends the watcher (and the operator)."""
+    settings = informers.operator_settings()
+    backoffs = list(settings.networking.error_backoffs)
+    assert sum(backoffs) >= 150
+    assert max(backoffs) <= 30
+
+
 def test_only_watching_handlers_so_kopf_never_patches_annotations_or_finalizers() -> None:
     seen: list[tuple[str | None, Any]] = []
     registry = informers.registry(
