@@ -191,6 +191,25 @@ def test_preview_json_lists_the_next_nominal_times(cluster: Cluster, ns: str) ->
     assert invalid.returncode != 0
 
 
+def test_preview_leaves_out_what_the_scheduled_jobs_calendar_excludes(cluster: Cluster, ns: str) -> None:
+    year = dt.datetime.now(dt.UTC).year
+    cluster.apply(_sj("holidays", cluster.job_manifest("x"), schedule=YEARLY, calendarRefs=["closed"]), ns)
+    missing = plugin(cluster, "preview", "holidays", "-n", ns, check=False)
+    assert missing.returncode == 2 and "ScheduleCalendar closed not found" in missing.stderr, missing.stderr
+
+    calendar = {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduleCalendar",
+        "metadata": {"name": "closed"},
+        "spec": {"exclude": [{"dates": [f"{year + 1}-01-01"]}]},
+    }
+    cluster.apply(calendar, ns)
+    times = json.loads(plugin(cluster, "preview", "holidays", "-n", ns, "-o", "json", "--count", "2").stdout)
+    assert times == [f"{year + i}-01-01T00:00:00Z" for i in (2, 3)]
+    described = json.loads(plugin(cluster, "describe", "holidays", "-n", ns, "-o", "json", "--count", "1").stdout)
+    assert described["nextRuns"] == [f"{year + 2}-01-01T00:00:00Z"]
+
+
 def test_create_job_from_a_scheduled_job_and_kubectl_conventions(cluster: Cluster, ns: str) -> None:
     cluster.apply(_sj("manual", cluster.job_manifest("x"), schedule=YEARLY), ns)
     cluster.wait_for(lambda: _condition(_get(cluster, ns, "manual"), "Ready"), timeout=20, message="Ready")

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from sundial.cli import plugin_outputs as outputs
 from sundial.cli.plugin import RESOURCE, Clock, Kubectl, PluginError
+from sundial.cli.plugin_calendars import CalendarReader, Calendars
 from sundial.model import ScheduledJob, Trigger
+from sundial.model.calendars import ScheduleCalendarSpec
 from sundial.planner import names
 from sundial.schedule import ScheduleError, format_rfc3339, load_zone, parse_rfc3339
 
@@ -31,14 +33,21 @@ MAX_EXCLUDED_IN_A_ROW = 10_000
 """A preview stops after this many excluded times in a row (an exclusion of everything)."""
 
 
-def next_times(obj: ScheduledJob, *, after: datetime, count: int) -> list[datetime]:
-    """The next ``count`` nominal times of a ScheduledJob that run, exactly as the operator computes them
-    (without the exclusions of its ScheduleCalendars: only ``spec.exclude`` is applied)."""
+def next_times(
+    obj: ScheduledJob,
+    *,
+    after: datetime,
+    count: int,
+    calendars: Mapping[str, ScheduleCalendarSpec] | None = None,
+) -> list[datetime]:
+    """The next ``count`` nominal times of a ScheduledJob that run, exactly as the operator computes them:
+    ``spec.exclude`` and the exclusions of the given ``calendars`` (its ScheduleCalendars, by name) are left
+    out."""
     spec = obj.spec
     if spec is None:
         return []
     when = spec.when(uid=obj.metadata.uid, created=obj.metadata.creation_timestamp or after)
-    exclusion = spec.exclusion(uid=obj.metadata.uid) if spec.exclude else None
+    exclusion = spec.exclusion(uid=obj.metadata.uid, calendars=calendars) if spec.exclude or calendars else None
     result: list[datetime] = []
     skipped = 0
     for instant in when.iter_after(after):
@@ -69,20 +78,33 @@ def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
     return next((c for c in status.get("conditions") or [] if c.get("type") == kind), {})
 
 
-def description(body: Mapping[str, Any], *, now: datetime, count: int) -> dict[str, Any]:
+def _upcoming(obj: ScheduledJob, *, now: datetime, count: int, calendars: Calendars) -> list[datetime]:
+    """The next runs; none while a referenced calendar is missing or invalid (the operator runs nothing)."""
+    if calendars.problem is not None:
+        return []
+    return next_times(obj, after=now, count=count, calendars=calendars.found)
+
+
+def description(
+    body: Mapping[str, Any], *, now: datetime, count: int, calendars: Calendars | None = None
+) -> dict[str, Any]:
     """What ``describe -o json|yaml`` prints: the object and the next run times computed for it."""
     obj = ScheduledJob.from_dict(body)
+    calendars = calendars or Calendars()
     result: dict[str, Any] = {"name": obj.metadata.name, "namespace": obj.metadata.namespace}
     if obj.spec_error is not None:
         result["specError"] = str(obj.spec_error)
-    result["nextRuns"] = [format_rfc3339(t) for t in next_times(obj, after=now, count=count)]
+    if calendars.problem is not None:
+        result["calendarProblem"] = calendars.problem
+    result["nextRuns"] = [format_rfc3339(t) for t in _upcoming(obj, now=now, count=count, calendars=calendars)]
     result["scheduledJob"] = dict(body)
     return result
 
 
-def describe(body: Mapping[str, Any], *, now: datetime, count: int) -> str:
+def describe(body: Mapping[str, Any], *, now: datetime, count: int, calendars: Calendars | None = None) -> str:
     """A human-readable description of one ScheduledJob."""
     obj = ScheduledJob.from_dict(body)
+    calendars = calendars or Calendars()
     status = body.get("status") or {}
     spec = body.get("spec") or {}
     lines = [
@@ -96,8 +118,12 @@ def describe(body: Mapping[str, Any], *, now: datetime, count: int) -> str:
         lines.append(f"Invalid:     {obj.spec_error}")
     else:
         zone = load_zone(_zone_name(obj))
+        if obj.spec is not None and obj.spec.calendar_refs:
+            lines.append(f"Calendars:   {', '.join(obj.spec.calendar_refs)}")
+        if calendars.problem is not None:
+            lines.append(f"Not running: {calendars.problem}")
         lines.append("Next runs:")
-        for instant in next_times(obj, after=now, count=count):
+        for instant in _upcoming(obj, now=now, count=count, calendars=calendars):
             lines.append(f"  {format_rfc3339(instant)}  ({instant.astimezone(zone).isoformat()})")
     lines.append("Conditions:")
     for c in status.get("conditions") or []:
@@ -188,13 +214,21 @@ def cmd_describe(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     if args.output == outputs.Output.NAME:
         print(outputs.objects(bodies, args.output))
     elif args.output in (outputs.Output.JSON, outputs.Output.YAML):
-        found = [description(body, now=now(), count=args.count) for body in bodies]
+        reader = CalendarReader(kubectl)
+        found = [description(body, now=now(), count=args.count, calendars=_read(reader, body)) for body in bodies]
         print(outputs.dump(found[0] if len(found) == 1 else {"items": found}, args.output))
     elif not bodies:
         _none_found(kubectl, all_namespaces=args.all_namespaces)
     else:
-        print("\n\n".join(describe(body, now=now(), count=args.count) for body in bodies))
+        reader = CalendarReader(kubectl)
+        texts = (describe(body, now=now(), count=args.count, calendars=_read(reader, body)) for body in bodies)
+        print("\n\n".join(texts))
     return 0
+
+
+def _read(reader: CalendarReader, body: Mapping[str, Any]) -> Calendars:
+    obj = ScheduledJob.from_dict(body)
+    return reader.of(obj) if obj.spec_error is None else Calendars()
 
 
 def cmd_preview(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
@@ -202,7 +236,11 @@ def cmd_preview(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     if obj.spec_error is not None:
         print(f"scheduledjob/{args.name} is invalid: {obj.spec_error}", file=sys.stderr)
         return 2
-    times = next_times(obj, after=now(), count=args.count)
+    calendars = CalendarReader(kubectl).of(obj)
+    if calendars.problem is not None:
+        print(f"scheduledjob/{args.name} runs nothing: {calendars.problem}", file=sys.stderr)
+        return 2
+    times = next_times(obj, after=now(), count=args.count, calendars=calendars.found)
     if args.output in (outputs.Output.JSON, outputs.Output.YAML):
         print(outputs.dump([format_rfc3339(t) for t in times], args.output))
     else:

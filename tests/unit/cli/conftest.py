@@ -65,6 +65,7 @@ class FakeKubectl:
         self.namespace: str | None = "team-a"
         self.base = ["kubectl"]
         self.unreachable = False
+        self.calendars: dict[str, dict[str, Any]] = {}
 
     def run(self, *args: str, namespaced: bool = True) -> str:
         self.calls.append(args)
@@ -108,6 +109,12 @@ class FakeKubectl:
                 return self.objects[names[0]]
             chosen = [self.objects[n] for n in names] if names else list(self.objects.values())
             return {"kind": "List", "items": chosen}
+        if resource == "schedulecalendars.sundial.dev":
+            namespace = next(a.partition("=")[2] for a in args if a.startswith("--namespace="))
+            return {
+                "kind": "List",
+                "items": [c for c in self.calendars.values() if c["metadata"]["namespace"] == namespace],
+            }
         if resource == "customresourcedefinition":
             return {"spec": {"versions": [{"name": "v1alpha1", "served": True, "storage": True}]}, "metadata": {}}
         if resource == "deployments":

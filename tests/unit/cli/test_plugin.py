@@ -161,6 +161,57 @@ def test_preview_prints_json_and_yaml(run: Run, cluster: Any, output: str) -> No
     assert yaml.safe_load(out) == ["2027-03-27T01:30:00Z", "2027-03-28T01:00:00Z"]
 
 
+# --- calendars ---------------------------------------------------------------------------------------
+
+
+def _calendar(name: str, spec: dict[str, Any], namespace: str = "team-a") -> dict[str, Any]:
+    return {"kind": "ScheduleCalendar", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def test_preview_leaves_out_the_times_a_referenced_calendar_excludes(run: Run, new_cluster: Callable[..., Any]) -> None:
+    fake = new_cluster({"name": "daily", "schedule": "0 9 * * *", "calendarRefs": ["holidays"]})
+    fake.calendars["holidays"] = _calendar("holidays", {"exclude": [{"dates": ["2027-03-28", "2027-03-29"]}]})
+    code, out, _ = run(fake, "preview", "daily", "--count", "3", "-o", "json")
+    assert code == 0
+    assert json.loads(out) == ["2027-03-27T09:00:00Z", "2027-03-30T09:00:00Z", "2027-03-31T09:00:00Z"]
+    _, out, _ = run(fake, "describe", "daily", "-o", "json", "--count", "2")
+    assert json.loads(out)["nextRuns"] == ["2027-03-27T09:00:00Z", "2027-03-30T09:00:00Z"]
+
+
+def test_a_missing_or_invalid_calendar_is_reported_as_the_operator_reports_it_and_nothing_is_listed(
+    run: Run, new_cluster: Callable[..., Any]
+) -> None:
+    fake = new_cluster({"name": "daily", "schedule": "0 9 * * *", "calendarRefs": ["holidays"]})
+    code, out, err = run(fake, "preview", "daily")
+    assert (code, out) == (2, "")
+    assert "ScheduleCalendar holidays not found in namespace team-a (spec.calendarRefs)" in err
+    fake.calendars["holidays"] = _calendar("holidays", {"exclude": [{"schedule": "61 * * * *"}]})
+    _, out, _ = run(fake, "describe", "daily", "-o", "json")
+    described = json.loads(out)
+    assert described["nextRuns"] == []
+    assert "ScheduleCalendar holidays" in described["calendarProblem"] and "is invalid" in described["calendarProblem"]
+    _, text, _ = run(fake, "describe", "daily")
+    assert "Calendars:   holidays" in text and "Not running: ScheduleCalendar holidays" in text
+
+
+def test_calendars_are_listed_once_per_namespace_and_only_for_objects_that_refer_to_them(
+    run: Run, new_cluster: Callable[..., Any]
+) -> None:
+    fake = new_cluster(
+        {"name": "a", "schedule": "@daily", "calendarRefs": ["holidays"]},
+        {"name": "b", "schedule": "@daily", "calendarRefs": ["holidays"]},
+        {"name": "c", "schedule": "@daily"},
+    )
+    fake.calendars["holidays"] = _calendar("holidays", {"exclude": [{"dates": ["2027-03-28"]}]})
+    run(fake, "describe")
+    assert [c for c in fake.calls if "schedulecalendars.sundial.dev" in c] == [
+        ("get", "schedulecalendars.sundial.dev", "--namespace=team-a", "-o", "json")
+    ]
+    fake.calls.clear()
+    run(fake, "preview", "c")
+    assert not [c for c in fake.calls if "schedulecalendars.sundial.dev" in c]
+
+
 # --- trigger, create job, redrive, suspend ---------------------------------------------------------
 
 
