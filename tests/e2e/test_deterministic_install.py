@@ -149,9 +149,10 @@ def test_render_apply_render_again_differs_in_nothing_and_the_operators_webhook_
         data = cluster.wait_for(filled, timeout=30, message="the operator filling the chart's Secret")
 
         def ca_bundle() -> str | None:
+            """The caBundle once every webhook of the configuration (ScheduledJobs, ScheduleCalendars) has it."""
             body = cluster.get_json("validatingwebhookconfiguration", configuration) or {}
-            bundle: str | None = body["webhooks"][0]["clientConfig"].get("caBundle")
-            return bundle
+            bundles = {hook["clientConfig"].get("caBundle") for hook in body["webhooks"]}
+            return bundles.pop() if len(body["webhooks"]) == 2 and len(bundles) == 1 else None
 
         assert cluster.wait_for(ca_bundle, timeout=30, message="the caBundle patched in") == data["ca.crt"]
         assert base64.b64decode(data["tls.crt"]).startswith(b"-----BEGIN CERTIFICATE-----")

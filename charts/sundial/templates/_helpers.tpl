@@ -127,3 +127,10 @@ app.kubernetes.io/component: operator
 {{- define "sundial.webhookPath" -}}
 /validate-scheduledjob
 {{- end }}
+
+{{/*
+The ScheduleCalendar webhook's path (sundial.runtime.serving.admission.CALENDAR_WEBHOOK_PATH).
+*/}}
+{{- define "sundial.calendarWebhookPath" -}}
+/validate-schedulecalendar
+{{- end }}

@@ -32,7 +32,7 @@ SAMPLES_DIR = REPO / "config" / "samples"
 
 MIN_CORPUS_SIZE = 45
 REFUSERS = ("crd", "webhook")
-FILE_NAME = re.compile(r"^\d{2}-[a-z0-9]+(-[a-z0-9]+)*\.yaml$")
+FILE_NAME = re.compile(r"^\d{2,3}-[a-z0-9]+(-[a-z0-9]+)*\.yaml$")
 HEADER = re.compile(r"^#\s*(?P<key>expect-field|refused-by):\s*(?P<value>\S+)\s*$", re.MULTILINE)
 
 
@@ -93,7 +93,7 @@ def test_every_corpus_file_has_both_headers_exactly_once_and_a_known_refuser() -
 
 def test_corpus_file_names_and_object_names_are_unique_and_well_formed() -> None:
     problems = [f"{p.name}: not NN-short-name.yaml" for p in CORPUS_FILES if not FILE_NAME.match(p.name)]
-    numbers = [p.name[:2] for p in CORPUS_FILES]
+    numbers = [p.name.split("-", 1)[0] for p in CORPUS_FILES]
     duplicates = sorted({n for n in numbers if numbers.count(n) > 1})
     if duplicates:
         problems.append(f"duplicate numbers: {duplicates}")
@@ -105,13 +105,13 @@ def test_corpus_file_names_and_object_names_are_unique_and_well_formed() -> None
 
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=[p.name for p in CORPUS_FILES])
-def test_corpus_file_is_a_complete_scheduled_job(path: Path) -> None:
+def test_corpus_file_is_a_complete_scheduled_job_or_calendar(path: Path) -> None:
     case = load(path)
     document = case.document
 
     assert isinstance(document, dict)
     assert document.get("apiVersion") == "sundial.dev/v1alpha1"
-    assert document.get("kind") == "ScheduledJob"
+    assert document.get("kind") in ("ScheduledJob", CALENDAR_KIND)
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", case.name) and len(case.name) <= 63
     assert isinstance(document.get("spec"), dict), "the defect must be inside spec"
     assert set(document) == {"apiVersion", "kind", "metadata", "spec"}
@@ -121,14 +121,19 @@ def test_corpus_file_is_a_complete_scheduled_job(path: Path) -> None:
 def test_corpus_file_is_refused_by_parse_spec_naming_the_field(path: Path) -> None:
     case = load(path)
 
-    with pytest.raises(SpecError) as caught:
-        parse_spec(case.document["spec"])
+    if case.document["kind"] == CALENDAR_KIND:
+        error = ScheduleCalendar.from_dict(case.document).error
+        assert error is not None, "the calendar parsed"
+    else:
+        with pytest.raises(SpecError) as caught:
+            parse_spec(case.document["spec"])
+        error = caught.value
 
-    problems = caught.value.problems
+    problems = error.problems
     assert problems, "SpecError without problems"
     assert all(problem.message for problem in problems)
     named = [p for p in problems if p.path.startswith(case.expect_field) or case.expect_field in p.path]
-    assert named, f"expected a problem on {case.expect_field}, got: {caught.value}"
+    assert named, f"expected a problem on {case.expect_field}, got: {error}"
 
 
 def test_the_corpus_covers_both_refusers() -> None:

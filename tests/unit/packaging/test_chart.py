@@ -421,27 +421,29 @@ def test_the_webhook_configuration_points_at_the_path_kopf_serves(rendered: Any,
     values, manifests = rendered
     webhook = _webhook_values(values)
     configuration = checks.one(manifests, "ValidatingWebhookConfiguration", RELEASE)
-    (hook,) = configuration["webhooks"]
     service = checks.one(manifests, "Service", f"{RELEASE}-webhook")
-    assert hook["clientConfig"]["service"] == {
-        "name": service["metadata"]["name"],
-        "namespace": NAMESPACE,
-        "path": admission.WEBHOOK_PATH,
-        "port": webhook["servicePort"],
-    }
-    assert hook["rules"] == [
-        {
-            "apiGroups": ["sundial.dev"],
-            "apiVersions": ["v1alpha1"],
-            "resources": ["scheduledjobs"],
-            "operations": list(admission.OPERATIONS),
-            "scope": "Namespaced",
+    paths = {"scheduledjobs": admission.WEBHOOK_PATH, "schedulecalendars": admission.CALENDAR_WEBHOOK_PATH}
+    assert [hook["name"] for hook in configuration["webhooks"]] == [f"validate.{r}.sundial.dev" for r in paths]
+    for hook, (resource, path) in zip(configuration["webhooks"], paths.items(), strict=True):
+        assert hook["clientConfig"]["service"] == {
+            "name": service["metadata"]["name"],
+            "namespace": NAMESPACE,
+            "path": path,
+            "port": webhook["servicePort"],
         }
-    ]
-    assert hook["sideEffects"] == "None"
-    assert hook["admissionReviewVersions"] == ["v1"]
-    assert hook["failurePolicy"] == webhook["failurePolicy"]
-    assert hook["timeoutSeconds"] == webhook["timeoutSeconds"]
+        assert hook["rules"] == [
+            {
+                "apiGroups": ["sundial.dev"],
+                "apiVersions": ["v1alpha1"],
+                "resources": [resource],
+                "operations": list(admission.OPERATIONS),
+                "scope": "Namespaced",
+            }
+        ]
+        assert hook["sideEffects"] == "None"
+        assert hook["admissionReviewVersions"] == ["v1"]
+        assert hook["failurePolicy"] == webhook["failurePolicy"]
+        assert hook["timeoutSeconds"] == webhook["timeoutSeconds"]
     assert service["spec"]["ports"] == [
         {"name": "webhook", "port": webhook["servicePort"], "targetPort": "webhook", "protocol": "TCP"}
     ]
@@ -452,19 +454,21 @@ def test_the_webhook_configuration_points_at_the_path_kopf_serves(rendered: Any,
 def test_the_webhook_never_covers_the_release_namespace(rendered: Any, checks: Any) -> None:
     values, manifests = rendered
     webhook = _webhook_values(values)
-    (hook,) = checks.one(manifests, "ValidatingWebhookConfiguration")["webhooks"]
-    expressions = hook["namespaceSelector"]["matchExpressions"]
-    excluded = [e for e in expressions if e["operator"] == "NotIn"]
-    assert excluded == [
-        {
-            "key": "kubernetes.io/metadata.name",
-            "operator": "NotIn",
-            "values": [NAMESPACE, *webhook["excludeNamespaces"]],
-        }
-    ]
-    included = [e["values"] for e in expressions if e["operator"] == "In"]
-    assert included == ([values["watchNamespaces"]] if values["watchNamespaces"] else [])
-    assert "objectSelector" not in hook
+    hooks = checks.one(manifests, "ValidatingWebhookConfiguration")["webhooks"]
+    assert len(hooks) == 2
+    for hook in hooks:
+        expressions = hook["namespaceSelector"]["matchExpressions"]
+        excluded = [e for e in expressions if e["operator"] == "NotIn"]
+        assert excluded == [
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": [NAMESPACE, *webhook["excludeNamespaces"]],
+            }
+        ]
+        included = [e["values"] for e in expressions if e["operator"] == "In"]
+        assert included == ([values["watchNamespaces"]] if values["watchNamespaces"] else [])
+        assert "objectSelector" not in hook
 
 
 def test_the_operator_serves_the_webhook_with_its_own_or_cert_managers_certificate(rendered: Any, checks: Any) -> None:
@@ -548,8 +552,8 @@ def test_nothing_certificate_related_is_rendered_by_helm(helm: str, checks: Any)
     secret = checks.one(manifests, "Secret", f"{RELEASE}-webhook-certificate")
     assert secret["type"] == "Opaque"
     assert "data" not in secret and "stringData" not in secret, "the operator fills it; Helm and Argo CD never touch it"
-    (hook,) = checks.one(manifests, "ValidatingWebhookConfiguration")["webhooks"]
-    assert "caBundle" not in hook["clientConfig"], "the operator patches it in"
+    for hook in checks.one(manifests, "ValidatingWebhookConfiguration")["webhooks"]:
+        assert "caBundle" not in hook["clientConfig"], "the operator patches it in"
 
 
 def test_the_webhook_rbac_is_scoped_to_its_two_objects(rendered: Any, checks: Any) -> None:

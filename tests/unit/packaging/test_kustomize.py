@@ -191,22 +191,24 @@ def test_the_webhook_configuration_points_at_the_service_without_a_ca_bundle(
     from sundial.runtime.serving import admission  # noqa: PLC0415
 
     configuration = checks.one(default, "ValidatingWebhookConfiguration", "sundial")
-    (hook,) = configuration["webhooks"]
     service = checks.one(default, "Service", "sundial-webhook")
-    assert hook["clientConfig"]["service"] == {
-        "name": "sundial-webhook",
-        "namespace": NAMESPACE,
-        "path": admission.WEBHOOK_PATH,
-        "port": service["spec"]["ports"][0]["port"],
-    }
-    assert "caBundle" not in hook["clientConfig"], "the operator patches it in"
+    paths = {"scheduledjobs": admission.WEBHOOK_PATH, "schedulecalendars": admission.CALENDAR_WEBHOOK_PATH}
+    assert [hook["name"] for hook in configuration["webhooks"]] == [f"validate.{r}.sundial.dev" for r in paths]
     assert "annotations" not in configuration["metadata"]
-    assert hook["rules"][0]["operations"] == list(admission.OPERATIONS)
-    assert hook["rules"][0]["resources"] == ["scheduledjobs"]
-    assert (hook["sideEffects"], hook["failurePolicy"]) == ("None", "Fail")
-    assert hook["namespaceSelector"]["matchExpressions"] == [
-        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [NAMESPACE]}
-    ]
+    for hook, (resource, path) in zip(configuration["webhooks"], paths.items(), strict=True):
+        assert hook["clientConfig"]["service"] == {
+            "name": "sundial-webhook",
+            "namespace": NAMESPACE,
+            "path": path,
+            "port": service["spec"]["ports"][0]["port"],
+        }
+        assert "caBundle" not in hook["clientConfig"], "the operator patches it in"
+        assert hook["rules"][0]["operations"] == list(admission.OPERATIONS)
+        assert hook["rules"][0]["resources"] == [resource]
+        assert (hook["sideEffects"], hook["failurePolicy"]) == ("None", "Fail")
+        assert hook["namespaceSelector"]["matchExpressions"] == [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [NAMESPACE]}
+        ]
     assert "namespace" not in configuration["metadata"]
     secret = checks.one(default, "Secret", "sundial-webhook-certificate")
     assert secret["type"] == "Opaque" and "data" not in secret

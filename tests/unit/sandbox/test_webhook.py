@@ -40,8 +40,11 @@ def test_configuration_is_scoped_fail_closed_and_for_create_update_only() -> Non
         namespace_selector={"matchLabels": {"k": "v"}},
     )
     assert manifest["apiVersion"] == "admissionregistration.k8s.io/v1"
-    [webhook] = manifest["webhooks"]
+    webhook, calendars = manifest["webhooks"]
     assert webhook["clientConfig"] == {"url": "https://127.0.0.1:9443/validate-scheduledjob", "caBundle": "Q0E="}
+    assert calendars["clientConfig"] == {"url": "https://127.0.0.1:9443/validate-schedulecalendar", "caBundle": "Q0E="}
+    assert calendars["rules"][0]["resources"] == ["schedulecalendars"]
+    assert calendars["namespaceSelector"] == webhook["namespaceSelector"]
     assert webhook["failurePolicy"] == "Fail"
     assert webhook["sideEffects"] == "None"
     assert webhook["admissionReviewVersions"] == ["v1"]
@@ -50,3 +53,13 @@ def test_configuration_is_scoped_fail_closed_and_for_create_update_only() -> Non
     [rule] = webhook["rules"]
     assert rule["resources"] == ["scheduledjobs"] and rule["apiGroups"] == ["sundial.dev"]
     assert rule["operations"] == ["CREATE", "UPDATE"]
+
+
+def test_the_paths_are_the_operators_handler_paths() -> None:
+    from sundial.runtime.serving import admission  # noqa: PLC0415
+    from sundial_sandbox.webhook import WEBHOOK_PATHS  # noqa: PLC0415
+
+    assert WEBHOOK_PATHS == {
+        "scheduledjobs": admission.WEBHOOK_PATH,
+        "schedulecalendars": admission.CALENDAR_WEBHOOK_PATH,
+    }

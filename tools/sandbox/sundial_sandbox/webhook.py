@@ -67,6 +67,11 @@ def issue_serving_certificate(
     return files
 
 
+#: The operator's webhook paths by resource (kopf serves a handler at /<its id>; see
+#: ``sundial.runtime.serving.admission``): the sandbox imports nothing from Sundial, a unit test compares them.
+WEBHOOK_PATHS = {"scheduledjobs": "/validate-scheduledjob", "schedulecalendars": "/validate-schedulecalendar"}
+
+
 def validating_webhook_configuration(
     name: str,
     *,
@@ -76,35 +81,41 @@ def validating_webhook_configuration(
     object_selector: Mapping[str, Any] | None = None,
     timeout_seconds: int = 10,
 ) -> dict[str, Any]:
-    """A ``admissionregistration.k8s.io/v1`` ValidatingWebhookConfiguration for ScheduledJob CREATE/UPDATE.
+    """A ``admissionregistration.k8s.io/v1`` ValidatingWebhookConfiguration for ScheduledJob and
+    ScheduleCalendar CREATE/UPDATE: one webhook per resource, each at its handler's path.
 
-    URL is the full webhook URL including the handler path (``https://127.0.0.1:9443/validate-scheduledjob``).
+    URL is the full ScheduledJob webhook URL including the handler path
+    (``https://127.0.0.1:9443/validate-scheduledjob``); the ScheduleCalendar webhook is at the sibling path.
     """
-    webhook: dict[str, Any] = {
-        "name": "validate.scheduledjobs.sundial.dev",
-        "clientConfig": {"url": url, "caBundle": ca_bundle},
-        "rules": [
-            {
-                "apiGroups": ["sundial.dev"],
-                "apiVersions": ["v1alpha1"],
-                "resources": ["scheduledjobs"],
-                "operations": ["CREATE", "UPDATE"],
-                "scope": "Namespaced",
-            }
-        ],
-        "failurePolicy": "Fail",
-        "matchPolicy": "Equivalent",
-        "sideEffects": "None",
-        "admissionReviewVersions": ["v1"],
-        "timeoutSeconds": timeout_seconds,
-    }
-    if namespace_selector is not None:
-        webhook["namespaceSelector"] = dict(namespace_selector)
-    if object_selector is not None:
-        webhook["objectSelector"] = dict(object_selector)
+    base = url.rsplit("/", 1)[0]
+    webhooks: list[dict[str, Any]] = []
+    for resource, path in WEBHOOK_PATHS.items():
+        webhook: dict[str, Any] = {
+            "name": f"validate.{resource}.sundial.dev",
+            "clientConfig": {"url": url if resource == "scheduledjobs" else base + path, "caBundle": ca_bundle},
+            "rules": [
+                {
+                    "apiGroups": ["sundial.dev"],
+                    "apiVersions": ["v1alpha1"],
+                    "resources": [resource],
+                    "operations": ["CREATE", "UPDATE"],
+                    "scope": "Namespaced",
+                }
+            ],
+            "failurePolicy": "Fail",
+            "matchPolicy": "Equivalent",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": timeout_seconds,
+        }
+        if namespace_selector is not None:
+            webhook["namespaceSelector"] = dict(namespace_selector)
+        if object_selector is not None:
+            webhook["objectSelector"] = dict(object_selector)
+        webhooks.append(webhook)
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "sundial"}},
-        "webhooks": [webhook],
+        "webhooks": webhooks,
     }

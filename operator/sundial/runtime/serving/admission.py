@@ -8,7 +8,9 @@ module registers it as kopf's ``@kopf.on.validate`` handler and serves it with :
 
 * The handler id is :data:`WEBHOOK_ID`, so kopf serves it at ``https://<host>:<port>`` + :data:`WEBHOOK_PATH`.
   A ValidatingWebhookConfiguration must use exactly that path: kopf runs only the handler named by the path's
-  last segment, and a request to any other path runs *no* handler and is allowed.
+  last segment, and a request to any other path runs *no* handler and is allowed. ScheduleCalendars have
+  their own handler at :data:`CALENDAR_WEBHOOK_PATH` (a second webhook in the same configuration): a bad
+  cron entry, date, range or zone is refused naming ``spec.exclude[i]…``.
 * The refusal is a :class:`kopf.AdmissionError` with code 422 and a message naming every invalid field:
   ``ScheduledJob.sundial.dev "NAME" is invalid: spec.schedule: …; spec.timeZone: …``.
 * A ``spec.jobTemplate`` larger than ``--max-job-template-bytes`` (default 256 KiB of compact JSON, 0: no
@@ -38,6 +40,7 @@ from typing import Any, Literal
 import kopf
 
 from sundial import model
+from sundial.model import calendars
 from sundial.runtime.serving import certrotators
 from sundial.runtime.settings import WebhookSettings
 
@@ -46,6 +49,12 @@ WEBHOOK_ID = "validate-scheduledjob"
 
 WEBHOOK_PATH = f"/{WEBHOOK_ID}"
 """URL path to put in ``clientConfig.url`` (or ``clientConfig.service.path``)."""
+
+CALENDAR_WEBHOOK_ID = "validate-schedulecalendar"
+"""kopf handler id of the ScheduleCalendar webhook (a second webhook of the same configuration)."""
+
+CALENDAR_WEBHOOK_PATH = f"/{CALENDAR_WEBHOOK_ID}"
+"""URL path of the ScheduleCalendar webhook."""
 
 OPERATIONS: tuple[Literal["CREATE", "UPDATE"], ...] = ("CREATE", "UPDATE")
 """The admission operations the webhook's rules should match."""
@@ -96,12 +105,25 @@ def problems(
     return found
 
 
-def refusal_message(body: Mapping[str, Any], found: list[model.SpecProblem]) -> str:
+def calendar_problems(body: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[model.SpecProblem]:
+    """What is wrong with a ScheduleCalendar's spec (cron entries, dates, ranges, time zone), as the operator
+    would find it; the same exemptions as :func:`problems` for UPDATEs."""
+    if old is not None:
+        metadata = body.get("metadata") or {}
+        if metadata.get("deletionTimestamp") or body.get("spec") == old.get("spec"):
+            return []
+    error = calendars.ScheduleCalendar.from_dict(body).error
+    if error is None:
+        return []
+    return list(error.problems) or [model.SpecProblem(path="spec", message=str(error))]
+
+
+def refusal_message(body: Mapping[str, Any], found: list[model.SpecProblem], *, kind: str = model.resource.KIND) -> str:
     """The API server's own style, naming the object and every field: ``ScheduledJob.sundial.dev "x" is invalid: …``."""
     metadata = body.get("metadata") or {}
     name = metadata.get("name") or metadata.get("generateName") or ""
     fields = "; ".join(str(problem) for problem in found)
-    return f'{model.resource.KIND}.{model.resource.GROUP} "{name}" is invalid: {fields}'
+    return f'{kind}.{model.resource.GROUP} "{name}" is invalid: {fields}'
 
 
 Handler = Callable[..., Awaitable[None]]
@@ -128,8 +150,22 @@ validate_scheduled_job = validator()
 """The handler without a size limit."""
 
 
+async def validate_schedule_calendar(
+    body: Mapping[str, Any],
+    old: Mapping[str, Any] | None = None,
+    operation: str | None = None,
+    **_: Any,
+) -> None:
+    """kopf's validating handler for ScheduleCalendars: a bad entry is refused at ``kubectl apply`` time
+    instead of surfacing later as ``InvalidCalendar`` on every ScheduledJob that refers to it."""
+    found = calendar_problems(body, old=old if operation == "UPDATE" else None)
+    if found:
+        kind = calendars.CALENDAR_KIND
+        raise kopf.AdmissionError(refusal_message(body, found, kind=kind), code=REFUSAL_CODE)
+
+
 def register(registry: Any, *, max_job_template_bytes: int = 0) -> None:
-    """Add the validating handler to a kopf registry."""
+    """Add the validating handlers (ScheduledJobs, ScheduleCalendars) to a kopf registry."""
     kopf.on.validate(
         model.resource.GROUP,
         model.resource.VERSION,
@@ -138,6 +174,14 @@ def register(registry: Any, *, max_job_template_bytes: int = 0) -> None:
         operations=list(OPERATIONS),
         registry=registry,
     )(validator(max_job_template_bytes=max_job_template_bytes))
+    kopf.on.validate(
+        model.resource.GROUP,
+        model.resource.VERSION,
+        calendars.CALENDAR_PLURAL,
+        id=CALENDAR_WEBHOOK_ID,
+        operations=list(OPERATIONS),
+        registry=registry,
+    )(validate_schedule_calendar)
 
 
 def can_self_sign() -> bool:

@@ -18,11 +18,7 @@ from sundial.runtime.settings import WebhookSettings
 
 REPO = Path(__file__).resolve().parents[4]
 CORPUS = sorted((REPO / "tests" / "invalid").glob("*.yaml"))
-SAMPLES = sorted(
-    p
-    for p in (REPO / "config" / "samples").glob("*.yaml")
-    if p.name != "kustomization.yaml" and "kind: ScheduledJob\n" in p.read_text(encoding="utf-8")
-)  # the webhook validates ScheduledJobs only (ScheduleCalendars: the CRD schema and InvalidCalendar)
+SAMPLES = sorted(p for p in (REPO / "config" / "samples").glob("*.yaml") if p.name != "kustomization.yaml")
 assert CORPUS, f"no invalid-input corpus under {REPO / 'tests' / 'invalid'}"
 assert SAMPLES, f"no samples under {REPO / 'config' / 'samples'}"
 HEADER = re.compile(r"^#\s*(?P<key>expect-field|refused-by):\s*(?P<value>\S+)\s*$", re.MULTILINE)
@@ -49,16 +45,23 @@ def _valid() -> dict[str, Any]:
     }
 
 
+def _handler(body: dict[str, Any]) -> Any:
+    """The handler the API server would call for BODY's kind (one webhook per kind, one path each)."""
+    if body.get("kind") == "ScheduleCalendar":
+        return admission.validate_schedule_calendar
+    return admission.validate_scheduled_job
+
+
 async def _refusal(body: dict[str, Any], **kwargs: Any) -> kopf.AdmissionError:
     with pytest.raises(kopf.AdmissionError) as caught:
-        await admission.validate_scheduled_job(body=body, **kwargs)
+        await _handler(body)(body=body, **kwargs)
     return caught.value
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
 async def test_valid_samples_are_admitted(path: Path) -> None:
     body, _ = _load(path)
-    await admission.validate_scheduled_job(body=body, operation="CREATE")  # admitted: no AdmissionError
+    await _handler(body)(body=body, operation="CREATE")  # admitted: no AdmissionError
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
@@ -69,7 +72,7 @@ async def test_every_corpus_file_is_refused_with_422_naming_the_field_and_object
     assert error.code == 422
     message = str(error)
     assert headers["expect-field"] in message, message
-    assert f'ScheduledJob.sundial.dev "{body["metadata"]["name"]}" is invalid: ' in message
+    assert f'{body["kind"]}.sundial.dev "{body["metadata"]["name"]}" is invalid: ' in message
 
 
 async def test_every_invalid_field_is_named() -> None:
@@ -123,17 +126,41 @@ async def test_old_is_ignored_for_create() -> None:
     await _refusal(body, old=copy.deepcopy(body), operation="CREATE")
 
 
-def test_register_adds_one_validating_handler_for_create_and_update() -> None:
+def test_register_adds_one_validating_handler_per_kind_for_create_and_update() -> None:
     registry = kopf.OperatorRegistry()
     admission.register(registry)
-    [handler] = registry._webhooks.get_all_handlers()
-    assert handler.id == admission.WEBHOOK_ID
+    handlers = {handler.id: handler for handler in registry._webhooks.get_all_handlers()}
+    assert sorted(handlers) == sorted([admission.WEBHOOK_ID, admission.CALENDAR_WEBHOOK_ID])
     assert admission.WEBHOOK_PATH == "/validate-scheduledjob"
-    assert sorted(handler.operations or []) == ["CREATE", "UPDATE"]
-    assert handler.selector is not None
-    ours = kopf.Resource("sundial.dev", "v1alpha1", "scheduledjobs")
-    assert handler.selector.check(ours)
-    assert not handler.selector.check(kopf.Resource("batch", "v1", "jobs"))
+    assert admission.CALENDAR_WEBHOOK_PATH == "/validate-schedulecalendar"
+    jobs = kopf.Resource("sundial.dev", "v1alpha1", "scheduledjobs")
+    calendars = kopf.Resource("sundial.dev", "v1alpha1", "schedulecalendars")
+    for handler_id, ours, other in (
+        (admission.WEBHOOK_ID, jobs, calendars),
+        (admission.CALENDAR_WEBHOOK_ID, calendars, jobs),
+    ):
+        handler = handlers[handler_id]
+        assert sorted(handler.operations or []) == ["CREATE", "UPDATE"]
+        assert handler.selector is not None
+        assert handler.selector.check(ours)
+        assert not handler.selector.check(other)
+        assert not handler.selector.check(kopf.Resource("batch", "v1", "jobs"))
+
+
+def _calendar(**spec: Any) -> dict[str, Any]:
+    return {"kind": "ScheduleCalendar", "metadata": {"name": "holidays", "namespace": "ns"}, "spec": spec}
+
+
+async def test_a_calendar_update_that_keeps_a_stored_invalid_spec_or_is_being_deleted_is_admitted() -> None:
+    stored = _calendar(exclude=[{"schedule": "61 * * * *"}])
+    relabelled = copy.deepcopy(stored)
+    relabelled["metadata"]["labels"] = {"team": "a"}
+    await admission.validate_schedule_calendar(body=relabelled, old=stored, operation="UPDATE")
+    edited = _calendar(exclude=[{"schedule": "62 * * * *"}])
+    error = await _refusal(edited, old=stored, operation="UPDATE")
+    assert 'ScheduleCalendar.sundial.dev "holidays" is invalid: spec.exclude[0].schedule' in str(error)
+    edited["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
+    await admission.validate_schedule_calendar(body=edited, old=stored, operation="UPDATE")
 
 
 def _settings(**kwargs: Any) -> WebhookSettings:
@@ -157,7 +184,9 @@ def test_configure_serves_given_certificate_and_does_not_manage_the_configuratio
     assert (server.addr, server.port, server.host) == ("127.0.0.1", 9443, "sundial.svc")
     assert (server.certfile, server.pkeyfile, server.insecure) == (cert, key, False)
     assert kopf_settings.admission.managed is None
-    assert [h.id for h in registry._webhooks.get_all_handlers()] == [admission.WEBHOOK_ID]
+    assert sorted(h.id for h in registry._webhooks.get_all_handlers()) == sorted(
+        [admission.WEBHOOK_ID, admission.CALENDAR_WEBHOOK_ID]
+    )
 
 
 def test_configure_lets_kopf_manage_the_configuration_only_when_asked(tmp_path: Path) -> None:

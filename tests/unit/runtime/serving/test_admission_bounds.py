@@ -103,5 +103,5 @@ def test_a_limit_that_is_not_whole_kib_is_shown_in_bytes() -> None:
 def test_configure_passes_the_limit_to_the_handler() -> None:
     registry = kopf.OperatorRegistry()
     admission.register(registry, max_job_template_bytes=LIMIT)
-    [handler] = registry._webhooks.get_all_handlers()
+    [handler] = [h for h in registry._webhooks.get_all_handlers() if h.id == admission.WEBHOOK_ID]
     assert handler.id == admission.WEBHOOK_ID
