@@ -72,8 +72,11 @@ def register(subparsers: Any) -> None:
     add(
         "--metrics-auth",
         action="store_true",
-        help="serve /metrics only to bearer tokens allowed to get /metrics (TokenReview + SubjectAccessReview)",
+        help="serve /metrics over HTTPS, only to bearer tokens allowed to get /metrics (TokenReview + "
+        "SubjectAccessReview); without --metrics-cert-file a certificate is made at startup",
     )
+    add("--metrics-cert-file", type=Path, default=None, help="serve /metrics over HTTPS with this certificate (PEM)")
+    add("--metrics-key-file", type=Path, default=None, help="private key (PEM) of --metrics-cert-file")
     add("--webhook-port", type=int, default=_WEBHOOK.port, help="admission webhook HTTPS port (0: off)")
     add("--webhook-addr", default=_WEBHOOK.addr, help="admission webhook listen address")
     add("--webhook-host", default=_WEBHOOK.host, help="host/IP the API server reaches the webhook at")
@@ -209,7 +212,11 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
         ),
         dispatch=groups.DispatchSettings(max_concurrency=args.max_concurrency),
         probes=groups.ProbeSettings(
-            metrics_port=args.metrics_port, health_port=args.health_port, metrics_auth=args.metrics_auth
+            metrics_port=args.metrics_port,
+            health_port=args.health_port,
+            metrics_auth=args.metrics_auth,
+            metrics_cert_file=args.metrics_cert_file,
+            metrics_key_file=args.metrics_key_file,
         ),
         logging=groups.LoggingSettings(format=LogFormat(args.log_format), level=args.log_level),
         test_crash_after_claim=_crash_after_claim(env),

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import logging
 import signal
+import ssl
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +32,7 @@ from sundial.runtime.coordination.decisions import LeaseTimings
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import access, admission, certrotators, heap, probes
+from sundial.runtime.serving import access, admission, certrotators, heap, metricstls, probes
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
@@ -86,7 +87,7 @@ class Parts:
     logged_in: asyncio.Event
     stopping: asyncio.Event
     """Set once to stop: by a signal, a failed part, or kopf's end."""
-    apps: Sequence[tuple[web.Application, int]]
+    apps: Sequence[tuple[web.Application, int, ssl.SSLContext | None]]
     """The HTTP endpoints to serve, with their ports (those whose port is 0 are not here)."""
     rotator: certrotators.Rotator | None = None
     """The operator-managed webhook certificate (``--webhook-cert-secret``), prepared and kept current by
@@ -245,20 +246,24 @@ def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -
 
 def _apps(
     settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event, *, client: Any
-) -> list[tuple[web.Application, int]]:
-    apps = []
+) -> list[tuple[web.Application, int, ssl.SSLContext | None]]:
+    apps: list[tuple[web.Application, int, ssl.SSLContext | None]] = []
     if settings.probes.health_port:
         webhook = settings.webhook
         listening = probes.listening(webhook.addr, webhook.port) if webhook.port else None
         health = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=listening)
-        apps.append((health, settings.probes.health_port))
+        apps.append((health, settings.probes.health_port, None))
     if settings.probes.metrics_port:
         guard = (
             access.MetricsAccess(reviews=access.KubeReviews(api_client=client, observer=metrics))
             if settings.probes.metrics_auth
             else None
         )
-        apps.append((probes.metrics_app(metrics.registry, access=guard), settings.probes.metrics_port))
+        app = probes.metrics_app(metrics.registry, access=guard)
+        tls = metricstls.for_settings(settings.probes, now=utcnow())
+        if tls is not None:
+            tls.attach(app)
+        apps.append((app, settings.probes.metrics_port, tls.context if tls is not None else None))
     return apps
 
 
@@ -300,7 +305,7 @@ async def run(parts: Parts) -> int:
     informers.use_fast_json()
     if parts.rotator is not None:  # before the webhook serves: the Secret, the caBundle and the served certificate
         await parts.rotator.prepare()
-    runners = [await probes.serve(app, port=port) for app, port in parts.apps]
+    runners = [await probes.serve(app, port=port, ssl_context=tls) for app, port, tls in parts.apps]
     kopf_task = asyncio.create_task(
         kopf.operator(
             registry=parts.registry,

@@ -158,7 +158,8 @@ class DispatchSettings:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ProbeSettings:
-    """The plain-HTTP endpoints for the kubelet and Prometheus (:mod:`sundial.runtime.serving.probes`)."""
+    """The endpoints for the kubelet (plain HTTP) and Prometheus (plain HTTP, or HTTPS with
+    ``metrics_auth`` or a certificate) (:mod:`sundial.runtime.serving.probes`)."""
 
     metrics_port: int = 8080
     """Port of the Prometheus ``/metrics`` endpoint (0: disabled)."""
@@ -168,7 +169,19 @@ class ProbeSettings:
 
     metrics_auth: bool = False
     """Serve ``/metrics`` only to bearer tokens a TokenReview accepts whose user a SubjectAccessReview
-    allows ``get`` on the non-resource URL ``/metrics`` (:mod:`sundial.runtime.serving.access`)."""
+    allows ``get`` on the non-resource URL ``/metrics`` (:mod:`sundial.runtime.serving.access`), and over
+    HTTPS (:mod:`sundial.runtime.serving.metricstls`)."""
+
+    metrics_cert_file: Path | None = None
+    """Certificate (PEM) ``/metrics`` is served with over HTTPS; unset with ``metrics_auth``: one made at
+    startup."""
+
+    metrics_key_file: Path | None = None
+    """Private key (PEM) of ``metrics_cert_file``."""
+
+    def __post_init__(self) -> None:
+        if (self.metrics_cert_file is None) != (self.metrics_key_file is None):
+            raise ValueError("--metrics-cert-file and --metrics-key-file go together")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

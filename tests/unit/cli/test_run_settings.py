@@ -106,6 +106,15 @@ def test_the_tenancy_flags_land_in_their_groups() -> None:
     assert defaults.probes.metrics_auth is False
 
 
+def test_the_metrics_certificate_flags_go_together(tmp_path: Path) -> None:
+    both = run_cmd.settings_from(
+        _args("--metrics-cert-file", str(tmp_path / "c"), "--metrics-key-file", str(tmp_path / "k")), environ={}
+    )
+    assert (both.probes.metrics_cert_file, both.probes.metrics_key_file) == (tmp_path / "c", tmp_path / "k")
+    with pytest.raises(ValueError, match="--metrics-cert-file and --metrics-key-file go together"):
+        run_cmd.settings_from(_args("--metrics-cert-file", str(tmp_path / "c")), environ={})
+
+
 def test_the_identity_defaults_to_the_pod_name_then_to_host_and_pid() -> None:
     parser = argparse.ArgumentParser()
     run_cmd.register(parser.add_subparsers())

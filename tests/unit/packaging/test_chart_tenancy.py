@@ -185,6 +185,8 @@ def test_metrics_auth_grants_the_reviews_and_offers_a_reader_role() -> None:
     assert binding["roleRef"]["name"] == f"{RELEASE}-sundial-metrics-auth"
     (monitor,) = _named(manifests, "ServiceMonitor").values()
     assert monitor["spec"]["endpoints"][0]["bearerTokenFile"].endswith("/serviceaccount/token")
+    assert monitor["spec"]["endpoints"][0]["scheme"] == "https", "a bearer token is never sent in clear"
+    assert monitor["spec"]["endpoints"][0]["tlsConfig"] == {"insecureSkipVerify": True}
     off = render()
     assert (
         "--metrics-auth"

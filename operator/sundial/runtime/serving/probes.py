@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -77,9 +78,9 @@ def listening(host: str, port: int, *, timeout: float = 1.0) -> Callable[[], Awa
     return check
 
 
-async def serve(app: web.Application, *, port: int) -> web.AppRunner:
-    """Start ``app`` on ``port`` (all interfaces); stop it with ``await runner.cleanup()``."""
+async def serve(app: web.Application, *, port: int, ssl_context: ssl.SSLContext | None = None) -> web.AppRunner:
+    """Start ``app`` on ``port`` (all interfaces; HTTPS with SSL_CONTEXT); stop it with ``await runner.cleanup()``."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host="0.0.0.0", port=port).start()
+    await web.TCPSite(runner, host="0.0.0.0", port=port, ssl_context=ssl_context).start()
     return runner
