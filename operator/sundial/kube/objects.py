@@ -32,17 +32,19 @@ def controller_uid(body: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _paging(limit: int, token: str | None) -> dict[str, Any]:
-    """Arguments of one LIST page. The first page asks for ``resourceVersion=0`` ("any version"): the API
-    server answers it from its watch cache, and the ``continue`` tokens that follow name the cache's own
-    version. A first page without it is a consistent read that may be served by etcd when the cache lags
-    (a loaded API server), and then every ``continue`` page waits for the cache to reach etcd's version and
-    fails with 504 ``ResourceVersionTooLarge`` until it does. What the startup listing needs (the UIDs that
-    exist, for readiness) is served as well by the cache the informers read from; client-go's reflectors
-    list the same way."""
-    if token is None:
-        return {"limit": limit, "resource_version": "0", "_request_timeout": 60, "_preload_content": False}
-    return {"limit": limit, "_continue": token, "_request_timeout": 60, "_preload_content": False}
+def _paging(limit: int, token: str | None, *, any_version: bool) -> dict[str, Any]:
+    """Arguments of one LIST page. With ANY_VERSION the first page asks for ``resourceVersion=0``: the API
+    server answers from its watch cache, and the ``continue`` tokens that follow name the cache's own version
+    (from Kubernetes 1.34; older servers ignore ``limit`` there and answer everything at once, so this is the
+    fallback, not the default). Without it the first page is a consistent read, which is served by etcd when
+    the cache lags (a loaded API server); every ``continue`` page then waits for the cache to reach etcd's
+    version and fails with 504 ``ResourceVersionTooLarge`` until it does."""
+    if token is not None:
+        return {"limit": limit, "_continue": token, "_request_timeout": 60, "_preload_content": False}
+    first: dict[str, Any] = {"limit": limit, "_request_timeout": 60, "_preload_content": False}
+    if any_version:
+        first["resource_version"] = "0"
+    return first
 
 
 async def _raw_page(request: Callable[[str | None], Awaitable[Any]], token: str | None) -> dict[str, Any]:
@@ -81,12 +83,14 @@ class ObjectsApi:
 
     # ScheduledJobs -----------------------------------------------------------------------------------
 
-    async def scheduled_job_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]:
+    async def scheduled_job_pages(
+        self, *, namespace: str | None, limit: int, any_version: bool = False
+    ) -> AsyncIterator[list[dict[str, Any]]]:
         """All ScheduledJobs (in one namespace, or everywhere), ``limit`` per LIST request: one page at a time
         is decoded and held, never the whole list."""
 
         def request(token: str | None) -> Any:
-            paging = _paging(limit, token)
+            paging = _paging(limit, token, any_version=any_version)
             if namespace is None:
                 return self._custom.list_cluster_custom_object(*_SJ, model.resource.PLURAL, **paging)
             return self._custom.list_namespaced_custom_object(*_SJ, namespace, model.resource.PLURAL, **paging)
@@ -95,14 +99,14 @@ class ObjectsApi:
             yield page
 
     async def schedule_calendar_pages(
-        self, *, namespace: str | None, limit: int
+        self, *, namespace: str | None, limit: int, any_version: bool = False
     ) -> AsyncIterator[list[dict[str, Any]]]:
         """All ScheduleCalendars (in one namespace, or everywhere), ``limit`` per LIST request. None when their CRD
         is not installed (404): an operator upgraded before its CRDs still starts."""
         plural = model.calendars.CALENDAR_PLURAL
 
         def request(token: str | None) -> Any:
-            paging = _paging(limit, token)
+            paging = _paging(limit, token, any_version=any_version)
             if namespace is None:
                 return self._custom.list_cluster_custom_object(*_SJ, plural, **paging)
             return self._custom.list_namespaced_custom_object(*_SJ, namespace, plural, **paging)
@@ -204,12 +208,12 @@ class ObjectsApi:
     # Jobs --------------------------------------------------------------------------------------------
 
     async def job_pages(
-        self, *, namespace: str | None, label_selector: str, limit: int
+        self, *, namespace: str | None, label_selector: str, limit: int, any_version: bool = False
     ) -> AsyncIterator[list[dict[str, Any]]]:
         """Jobs matching ``label_selector``, ``limit`` per LIST request (see :meth:`scheduled_job_pages`)."""
 
         def request(token: str | None) -> Any:
-            paging = _paging(limit, token)
+            paging = _paging(limit, token, any_version=any_version)
             if namespace is None:
                 return self._batch.list_job_for_all_namespaces(label_selector=label_selector, **paging)
             return self._batch.list_namespaced_job(namespace, label_selector=label_selector, **paging)

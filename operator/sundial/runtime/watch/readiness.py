@@ -5,7 +5,8 @@ refers to are indexed (it would be reported ``CalendarNotFound`` for a moment at
 
 The LIST is paged (:data:`PAGE_SIZE` objects per request) and only UIDs are kept from each page: a single
 LIST of every ScheduledJob would decode into all their bodies as Python objects at once, and that peak
-would stay the process's high-water mark (RSS) long after it is dropped.
+would stay the process's high-water mark (RSS) long after it is dropped. A listing whose ``continue`` pages
+fail because the API server's watch cache lags (504) is done again from the cache (``resourceVersion=0``).
 """
 
 from __future__ import annotations
@@ -26,14 +27,23 @@ logger = logging.getLogger(__name__)
 PAGE_SIZE = 500
 
 
-class Lister(Protocol):
-    def scheduled_job_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]: ...
+#: A listing that fails with one of these (504 ``ResourceVersionTooLarge``: a continue page waited for a
+#: lagging watch cache; 410: a continue token expired) is done again from the watch cache (``any_version``).
+CACHE_FALLBACK_CODES = (410, 504)
 
-    def job_pages(
-        self, *, namespace: str | None, label_selector: str, limit: int
+
+class Lister(Protocol):
+    def scheduled_job_pages(
+        self, *, namespace: str | None, limit: int, any_version: bool = False
     ) -> AsyncIterator[list[dict[str, Any]]]: ...
 
-    def schedule_calendar_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]: ...
+    def job_pages(
+        self, *, namespace: str | None, label_selector: str, limit: int, any_version: bool = False
+    ) -> AsyncIterator[list[dict[str, Any]]]: ...
+
+    def schedule_calendar_pages(
+        self, *, namespace: str | None, limit: int, any_version: bool = False
+    ) -> AsyncIterator[list[dict[str, Any]]]: ...
 
 
 class InitialListing:
@@ -47,11 +57,16 @@ class InitialListing:
     async def load(self, api: Lister, namespaces: Sequence[str], *, retry: float = 2.0, recheck: float = 5.0) -> None:
         """List once; while not ready, re-list every ``recheck`` seconds and stop expecting UIDs that are
         gone (an object deleted between our LIST and the informers' LIST never sends an event)."""
+        any_version = False
         while not self.ready.is_set():
             try:
-                current = await self._list(api, namespaces)
+                current = await self._list(api, namespaces, any_version=any_version)
             except errors.KubeError as error:
-                logger.warning("initial listing failed (retrying): %s", error)
+                if error.code in CACHE_FALLBACK_CODES and not any_version:
+                    any_version = True
+                    logger.warning("initial listing failed (retrying from the watch cache): %s", error)
+                else:
+                    logger.warning("initial listing failed (retrying): %s", error)
                 await asyncio.sleep(retry)
                 continue
             if self._expected is None:
@@ -65,15 +80,16 @@ class InitialListing:
                 await asyncio.sleep(recheck)
 
     @staticmethod
-    async def _list(api: Lister, namespaces: Sequence[str]) -> set[str]:
+    async def _list(api: Lister, namespaces: Sequence[str], *, any_version: bool = False) -> set[str]:
         uids: set[str] = set()
         scopes: list[str | None] = [*namespaces] or [None]
+        paging: dict[str, Any] = {"limit": PAGE_SIZE, "any_version": any_version}
         for scope in scopes:
-            async for page in api.scheduled_job_pages(namespace=scope, limit=PAGE_SIZE):
+            async for page in api.scheduled_job_pages(namespace=scope, **paging):
                 uids.update(str(body["metadata"]["uid"]) for body in page)
-            async for page in api.job_pages(namespace=scope, label_selector=names.SCHEDULED_JOB_LABEL, limit=PAGE_SIZE):
+            async for page in api.job_pages(namespace=scope, label_selector=names.SCHEDULED_JOB_LABEL, **paging):
                 uids.update(str(body["metadata"]["uid"]) for body in page)
-            async for page in api.schedule_calendar_pages(namespace=scope, limit=PAGE_SIZE):
+            async for page in api.schedule_calendar_pages(namespace=scope, **paging):
                 uids.update(str(body["metadata"]["uid"]) for body in page)
         return uids
 

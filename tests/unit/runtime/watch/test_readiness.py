@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+from sundial.kube import errors
 from sundial.runtime.watch.readiness import InitialListing
 from sundial.runtime.watch.store import Store
 
@@ -22,16 +23,40 @@ class Lister:
         for start in range(0, max(len(uids), 1), limit):
             yield [{"metadata": {"uid": uid}} for uid in uids[start : start + limit]]
 
-    def scheduled_job_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]:
+    def scheduled_job_pages(
+        self, *, namespace: str | None, limit: int, any_version: bool = False
+    ) -> AsyncIterator[list[dict[str, Any]]]:
         return self._pages(self.sjs, limit)
 
     def job_pages(
-        self, *, namespace: str | None, label_selector: str, limit: int
+        self, *, namespace: str | None, label_selector: str, limit: int, any_version: bool = False
     ) -> AsyncIterator[list[dict[str, Any]]]:
         return self._pages(self.jobs, limit)
 
-    def schedule_calendar_pages(self, *, namespace: str | None, limit: int) -> AsyncIterator[list[dict[str, Any]]]:
+    def schedule_calendar_pages(
+        self, *, namespace: str | None, limit: int, any_version: bool = False
+    ) -> AsyncIterator[list[dict[str, Any]]]:
         return self._pages(self.calendars, limit)
+
+
+class LaggingCache(Lister):
+    """A consistent first page, then 504 ResourceVersionTooLarge on every continue page (the watch cache lags
+    etcd), as a loaded API server answered in CI; from the watch cache (``any_version``) the listing works."""
+
+    def __init__(self, sjs: list[str]) -> None:
+        super().__init__(sjs, [])
+        self.versions: list[bool] = []
+
+    def scheduled_job_pages(
+        self, *, namespace: str | None, limit: int, any_version: bool = False
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        self.versions.append(any_version)
+        return self._lagging(limit) if not any_version else self._pages(self.sjs, limit)
+
+    async def _lagging(self, limit: int) -> AsyncIterator[list[dict[str, Any]]]:
+        yield [{"metadata": {"uid": uid}} for uid in self.sjs[:limit]]
+        message = "Timeout: Too large resource version: 62781, current: 62395"
+        raise errors.TransientError(code=504, reason="Timeout", message=message)
 
 
 def _sj(uid: str) -> dict[str, Any]:
@@ -139,3 +164,14 @@ async def test_not_ready_until_the_listed_calendars_were_seen_too() -> None:
     listing.check()
     assert listing.ready.is_set()
     await asyncio.wait_for(task, timeout=1)
+
+
+async def test_a_listing_that_a_lagging_watch_cache_fails_is_done_again_from_the_cache() -> None:
+    store = Store()
+    for uid in ("a", "b", "c"):
+        store.put_scheduled_job(_sj(uid))
+    listing = InitialListing(store)
+    lister = LaggingCache(["a", "b", "c"])
+    await asyncio.wait_for(listing.load(lister, (), retry=0.01, recheck=0.01), timeout=1)
+    assert listing.ready.is_set()
+    assert lister.versions[:2] == [False, True]
