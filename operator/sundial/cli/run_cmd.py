@@ -67,16 +67,7 @@ def register(subparsers: Any) -> None:
         help="the asyncio event loop implementation (default: uvloop)",
     )
     add("--max-concurrency", type=int, default=_DISPATCH.max_concurrency, help="objects reconciled at once")
-    add("--metrics-port", type=int, default=_PROBES.metrics_port, help="Prometheus /metrics port (0: off)")
-    add("--health-port", type=int, default=_PROBES.health_port, help="/healthz and /readyz port (0: off)")
-    add(
-        "--metrics-auth",
-        action="store_true",
-        help="serve /metrics over HTTPS, only to bearer tokens allowed to get /metrics (TokenReview + "
-        "SubjectAccessReview); without --metrics-cert-file a certificate is made at startup",
-    )
-    add("--metrics-cert-file", type=Path, default=None, help="serve /metrics over HTTPS with this certificate (PEM)")
-    add("--metrics-key-file", type=Path, default=None, help="private key (PEM) of --metrics-cert-file")
+    _add_probe_flags(parser)
     add("--webhook-port", type=int, default=_WEBHOOK.port, help="admission webhook HTTPS port (0: off)")
     add("--webhook-addr", default=_WEBHOOK.addr, help="admission webhook listen address")
     add("--webhook-host", default=_WEBHOOK.host, help="host/IP the API server reaches the webhook at")
@@ -102,6 +93,20 @@ def register(subparsers: Any) -> None:
     add("--identity", default=None, help="Lease holder identity (default: $POD_NAME, else <hostname>-<pid>)")
     _add_certificate_flags(parser)
     parser.set_defaults(func=run)
+
+
+def _add_probe_flags(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--metrics-port", type=int, default=_PROBES.metrics_port, help="Prometheus /metrics port (0: off)")
+    add("--health-port", type=int, default=_PROBES.health_port, help="/healthz and /readyz port (0: off)")
+    add(
+        "--metrics-auth",
+        action="store_true",
+        help="serve /metrics over HTTPS, only to bearer tokens allowed to get /metrics (TokenReview + "
+        "SubjectAccessReview); without --metrics-cert-file a certificate is made at startup",
+    )
+    add("--metrics-cert-file", type=Path, default=None, help="serve /metrics over HTTPS with this certificate (PEM)")
+    add("--metrics-key-file", type=Path, default=None, help="private key (PEM) of --metrics-cert-file")
 
 
 def _add_certificate_flags(parser: argparse.ArgumentParser) -> None:

@@ -80,7 +80,7 @@ async def test_the_settings_reach_the_parts(tmp_path: Path) -> None:
         assert built.recorder._api._req._bucket._rate == 3
         assert built.recorder._interval == 30
         assert built.dispatcher._slots._value == 5
-        assert [port for _, port in built.apps] == [18081]
+        assert [port for _, port, _ in built.apps] == [18081]
         assert built.kopf_settings.admission.server is None  # --webhook-port 0
         assert built.lease_changes.empty()
         assert not built.stopping.is_set()
