@@ -5,43 +5,31 @@ until it exists (``Ready=False``, reason ``CalendarNotFound`` / ``InvalidCalenda
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sundial.cli.plugin import Kubectl
 from sundial.model import ScheduledJob
-from sundial.model.calendars import ScheduleCalendar, ScheduleCalendarSpec
-from sundial.schedule import ScheduleError
+from sundial.model.calendars import ScheduleCalendar
+from sundial.model.enums import ConditionReason
+from sundial.schedule import Exclusion
 
 CALENDAR_RESOURCE = "schedulecalendars.sundial.dev"
 
 
 @dataclass(frozen=True)
 class Calendars:
-    """The usable calendars of one object by name, and the first problem with its ``calendarRefs``."""
+    """What the calendars of one object mean for its next runs: the exclusion to apply (``spec.exclude`` and
+    every referenced calendar; None: only ``spec.exclude``), or the problem that stops it."""
 
-    found: Mapping[str, ScheduleCalendarSpec] = field(default_factory=dict)
+    exclusion: Exclusion | None = None
     problem: str | None = None
-
-
-def problem_of(refs: tuple[str, ...], listed: Mapping[str, ScheduleCalendar], namespace: str) -> str | None:
-    """Missing calendars first, then invalid ones (the operator's order), with the operator's words."""
-    missing = [name for name in refs if name not in listed]
-    if missing:
-        return (
-            f"ScheduleCalendar {', '.join(missing)} not found in namespace {namespace} (spec.calendarRefs): "
-            "nothing runs until it exists"
-        )
-    invalid = [f"{name} ({listed[name].error})" for name in refs if listed[name].spec is None]
-    if invalid:
-        return f"ScheduleCalendar {', '.join(invalid)} is invalid (spec.calendarRefs): nothing runs until it is fixed"
-    return None
 
 
 class CalendarReader:
     """Lists the ScheduleCalendars of a namespace once (one kubectl call per namespace, only for objects
-    that refer to calendars)."""
+    that refer to calendars) and resolves ``calendarRefs`` as the operator does
+    (:meth:`~sundial.model.spec.ScheduledJobSpec.calendar_exclusion`)."""
 
     def __init__(self, kubectl: Kubectl) -> None:
         self._kubectl = kubectl
@@ -56,16 +44,19 @@ class CalendarReader:
         return self._listed[namespace]
 
     def of(self, obj: ScheduledJob) -> Calendars:
-        refs = tuple(obj.spec.calendar_refs) if obj.spec is not None else ()
-        if not refs:
+        spec = obj.spec
+        if spec is None or not spec.calendar_refs:
             return Calendars()
         namespace = obj.metadata.namespace or self._kubectl.namespace or "default"
         listed = self._list(namespace)
-        found = {name: spec for name in refs if name in listed and (spec := listed[name].spec) is not None}
-        problem = problem_of(refs, listed, namespace)
-        if problem is None and obj.spec is not None:
-            try:
-                obj.spec.exclusion(uid=obj.metadata.uid, calendars=found)
-            except ScheduleError as error:  # a calendar valid alone, but not in this object's zone
-                return Calendars(problem=f"spec.calendarRefs: {error}")
-        return Calendars(found=found, problem=problem)
+        specs = {name: calendar.spec for name, calendar in listed.items()}
+        problem, exclusion = spec.calendar_exclusion(specs, uid=obj.metadata.uid, where=f"namespace {namespace}")
+        if problem is None:
+            return Calendars(exclusion=exclusion)
+        reason, message = problem
+        errors = [
+            f"{name}: {listed[name].error}" for name in spec.calendar_refs if name in listed and listed[name].error
+        ]
+        if reason is ConditionReason.INVALID_CALENDAR and errors:
+            message = f"{message} ({'; '.join(errors)})"
+        return Calendars(problem=message)

@@ -20,9 +20,8 @@ from sundial.cli import plugin_outputs as outputs
 from sundial.cli.plugin import RESOURCE, Clock, Kubectl, PluginError
 from sundial.cli.plugin_calendars import CalendarReader, Calendars
 from sundial.model import ScheduledJob, Trigger
-from sundial.model.calendars import ScheduleCalendarSpec
 from sundial.planner import names
-from sundial.schedule import ScheduleError, format_rfc3339, load_zone, parse_rfc3339
+from sundial.schedule import Exclusion, ScheduleError, format_rfc3339, load_zone, parse_rfc3339
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -33,21 +32,16 @@ MAX_EXCLUDED_IN_A_ROW = 10_000
 """A preview stops after this many excluded times in a row (an exclusion of everything)."""
 
 
-def next_times(
-    obj: ScheduledJob,
-    *,
-    after: datetime,
-    count: int,
-    calendars: Mapping[str, ScheduleCalendarSpec] | None = None,
-) -> list[datetime]:
+def next_times(obj: ScheduledJob, *, after: datetime, count: int, exclusion: Exclusion | None = None) -> list[datetime]:
     """The next ``count`` nominal times of a ScheduledJob that run, exactly as the operator computes them:
-    ``spec.exclude`` and the exclusions of the given ``calendars`` (its ScheduleCalendars, by name) are left
-    out."""
+    excluded times are left out — those of ``exclusion`` when given (``spec.exclude`` and the object's
+    ScheduleCalendars, :class:`~sundial.cli.plugin_calendars.Calendars`), else those of ``spec.exclude``."""
     spec = obj.spec
     if spec is None:
         return []
     when = spec.when(uid=obj.metadata.uid, created=obj.metadata.creation_timestamp or after)
-    exclusion = spec.exclusion(uid=obj.metadata.uid, calendars=calendars) if spec.exclude or calendars else None
+    if exclusion is None and spec.exclude:
+        exclusion = spec.exclusion(uid=obj.metadata.uid)
     result: list[datetime] = []
     skipped = 0
     for instant in when.iter_after(after):
@@ -82,15 +76,20 @@ def _upcoming(obj: ScheduledJob, *, now: datetime, count: int, calendars: Calend
     """The next runs; none while a referenced calendar is missing or invalid (the operator runs nothing)."""
     if calendars.problem is not None:
         return []
-    return next_times(obj, after=now, count=count, calendars=calendars.found)
+    return next_times(obj, after=now, count=count, exclusion=calendars.exclusion)
+
+
+def _calendars(obj: ScheduledJob, reader: CalendarReader | None) -> Calendars:
+    return reader.of(obj) if reader is not None and obj.spec_error is None else Calendars()
 
 
 def description(
-    body: Mapping[str, Any], *, now: datetime, count: int, calendars: Calendars | None = None
+    body: Mapping[str, Any], *, now: datetime, count: int, reader: CalendarReader | None = None
 ) -> dict[str, Any]:
-    """What ``describe -o json|yaml`` prints: the object and the next run times computed for it."""
+    """What ``describe -o json|yaml`` prints: the object and the next run times computed for it (with its
+    ScheduleCalendars when a READER is given)."""
     obj = ScheduledJob.from_dict(body)
-    calendars = calendars or Calendars()
+    calendars = _calendars(obj, reader)
     result: dict[str, Any] = {"name": obj.metadata.name, "namespace": obj.metadata.namespace}
     if obj.spec_error is not None:
         result["specError"] = str(obj.spec_error)
@@ -101,10 +100,10 @@ def description(
     return result
 
 
-def describe(body: Mapping[str, Any], *, now: datetime, count: int, calendars: Calendars | None = None) -> str:
-    """A human-readable description of one ScheduledJob."""
+def describe(body: Mapping[str, Any], *, now: datetime, count: int, reader: CalendarReader | None = None) -> str:
+    """A human-readable description of one ScheduledJob (with its ScheduleCalendars when a READER is given)."""
     obj = ScheduledJob.from_dict(body)
-    calendars = calendars or Calendars()
+    calendars = _calendars(obj, reader)
     status = body.get("status") or {}
     spec = body.get("spec") or {}
     lines = [
@@ -215,20 +214,14 @@ def cmd_describe(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
         print(outputs.objects(bodies, args.output))
     elif args.output in (outputs.Output.JSON, outputs.Output.YAML):
         reader = CalendarReader(kubectl)
-        found = [description(body, now=now(), count=args.count, calendars=_read(reader, body)) for body in bodies]
+        found = [description(body, now=now(), count=args.count, reader=reader) for body in bodies]
         print(outputs.dump(found[0] if len(found) == 1 else {"items": found}, args.output))
     elif not bodies:
         _none_found(kubectl, all_namespaces=args.all_namespaces)
     else:
         reader = CalendarReader(kubectl)
-        texts = (describe(body, now=now(), count=args.count, calendars=_read(reader, body)) for body in bodies)
-        print("\n\n".join(texts))
+        print("\n\n".join(describe(body, now=now(), count=args.count, reader=reader) for body in bodies))
     return 0
-
-
-def _read(reader: CalendarReader, body: Mapping[str, Any]) -> Calendars:
-    obj = ScheduledJob.from_dict(body)
-    return reader.of(obj) if obj.spec_error is None else Calendars()
 
 
 def cmd_preview(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
@@ -240,7 +233,7 @@ def cmd_preview(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     if calendars.problem is not None:
         print(f"scheduledjob/{args.name} runs nothing: {calendars.problem}", file=sys.stderr)
         return 2
-    times = next_times(obj, after=now(), count=args.count, calendars=calendars.found)
+    times = next_times(obj, after=now(), count=args.count, exclusion=calendars.exclusion)
     if args.output in (outputs.Output.JSON, outputs.Output.YAML):
         print(outputs.dump([format_rfc3339(t) for t in times], args.output))
     else:

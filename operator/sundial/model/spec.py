@@ -18,7 +18,7 @@ from sundial.model.calendars import (
     ScheduleCalendarSpec,
     exclusion_of,
 )
-from sundial.model.enums import ConcurrencyPolicy
+from sundial.model.enums import ConcurrencyPolicy, ConditionReason
 from sundial.model.types import Duration, Timestamp
 from sundial.schedule import Exclusion, Timetable, When
 
@@ -197,6 +197,36 @@ class ScheduledJobSpec(SpecModel):
             if found is not None:
                 own += found.exclusion(time_zone=self.time_zone, uid=uid)
         return own
+
+    def calendar_exclusion(
+        self, calendars: Mapping[str, ScheduleCalendarSpec | None], *, uid: str, where: str = "this namespace"
+    ) -> tuple[tuple[ConditionReason, str] | None, Exclusion]:
+        """Resolve ``calendarRefs`` against the ScheduleCalendars that exist (by name; None: invalid). Returns
+        the first problem, as (reason, message) — missing calendars first, then invalid ones, then one that
+        cannot be read in this object's zone — and the exclusion of ``exclude`` plus the usable calendars.
+        WHERE names the namespace in the message."""
+        found = {name: calendars[name] for name in self.calendar_refs if name in calendars}
+        missing = [name for name in self.calendar_refs if name not in found]
+        invalid = [name for name, calendar in found.items() if calendar is None]
+        problem = None
+        if missing:
+            problem = (
+                ConditionReason.CALENDAR_NOT_FOUND,
+                f"ScheduleCalendar {', '.join(missing)} not found in {where} (spec.calendarRefs): "
+                "nothing runs until it exists",
+            )
+        elif invalid:
+            problem = (
+                ConditionReason.INVALID_CALENDAR,
+                f"ScheduleCalendar {', '.join(invalid)} is invalid (spec.calendarRefs): nothing runs until it is fixed",
+            )
+        usable = {name: calendar for name, calendar in found.items() if calendar is not None}
+        if not self.exclude and not usable:
+            return problem, Exclusion()
+        try:
+            return problem, self.exclusion(uid=uid, calendars=usable)
+        except schedule.ScheduleError as error:  # a calendar valid alone, but not in this object's zone
+            return (ConditionReason.INVALID_CALENDAR, f"spec.calendarRefs: {error}"), Exclusion()
 
     def when(self, *, uid: str, created: datetime) -> When:
         """Where this object's nominal times come from: the one place cron and one-off specs become a

@@ -73,7 +73,7 @@ class Draft:
     def start(cls, obj: ScheduledJob, spec: ScheduledJobSpec, context: Context) -> Draft:
         status = obj.status
         created = obj.metadata.creation_timestamp or context.now.replace(microsecond=0)
-        problem, exclusion = _calendars(spec, context, uid=obj.metadata.uid)
+        problem, exclusion = spec.calendar_exclusion(context.calendars, uid=obj.metadata.uid)
         return cls(
             obj=obj,
             spec=spec,
@@ -176,31 +176,3 @@ class Draft:
             last_handled_backfill=self.last_handled_backfill,
             finished_at=self.finished_at,
         )
-
-
-def _calendars(
-    spec: ScheduledJobSpec, context: Context, *, uid: str
-) -> tuple[tuple[ConditionReason, str] | None, schedule.Exclusion]:
-    """The first problem with ``spec.calendarRefs`` (missing, then invalid) and the exclusion of the rest."""
-    found = {name: context.calendars[name] for name in spec.calendar_refs if name in context.calendars}
-    missing = [name for name in spec.calendar_refs if name not in found]
-    invalid = [name for name, calendar in found.items() if calendar is None]
-    problem = None
-    if missing:
-        problem = (
-            ConditionReason.CALENDAR_NOT_FOUND,
-            f"ScheduleCalendar {', '.join(missing)} not found in this "
-            "namespace (spec.calendarRefs): nothing runs until it exists",
-        )
-    elif invalid:
-        problem = (
-            ConditionReason.INVALID_CALENDAR,
-            f"ScheduleCalendar {', '.join(invalid)} is invalid (spec.calendarRefs): nothing runs until it is fixed",
-        )
-    usable = {name: calendar for name, calendar in found.items() if calendar is not None}
-    if not spec.exclude and not usable:
-        return problem, schedule.Exclusion()
-    try:
-        return problem, spec.exclusion(uid=uid, calendars=usable)
-    except schedule.ScheduleError as error:  # a calendar valid alone, but not in this object's zone
-        return (ConditionReason.INVALID_CALENDAR, f"spec.calendarRefs: {error}"), schedule.Exclusion()
