@@ -84,15 +84,20 @@ def size_problem(spec: Mapping[str, Any], *, limit: int) -> model.SpecProblem | 
     )
 
 
+def _exempt(body: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """An UPDATE (OLD given) that leaves ``spec`` unchanged, or of an object being deleted: admitted as it is."""
+    if old is None:
+        return False
+    return bool((body.get("metadata") or {}).get("deletionTimestamp")) or body.get("spec") == old.get("spec")
+
+
 def problems(
     body: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, max_job_template_bytes: int = 0
 ) -> list[model.SpecProblem]:
     """What is wrong with BODY's spec (empty: admit it). OLD is the stored object of an UPDATE;
     MAX_JOB_TEMPLATE_BYTES bounds ``spec.jobTemplate`` (0: no bound)."""
-    if old is not None:
-        metadata = body.get("metadata") or {}
-        if metadata.get("deletionTimestamp") or body.get("spec") == old.get("spec"):
-            return []
+    if _exempt(body, old):
+        return []
     spec = body.get("spec") or {}
     found: list[model.SpecProblem] = []
     too_big = size_problem(spec, limit=max_job_template_bytes)
@@ -108,10 +113,8 @@ def problems(
 def calendar_problems(body: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[model.SpecProblem]:
     """What is wrong with a ScheduleCalendar's spec (cron entries, dates, ranges, time zone), as the operator
     would find it; the same exemptions as :func:`problems` for UPDATEs."""
-    if old is not None:
-        metadata = body.get("metadata") or {}
-        if metadata.get("deletionTimestamp") or body.get("spec") == old.get("spec"):
-            return []
+    if _exempt(body, old):
+        return []
     error = calendars.ScheduleCalendar.from_dict(body).error
     if error is None:
         return []

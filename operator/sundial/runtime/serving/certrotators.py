@@ -209,21 +209,22 @@ class ServingTLS:
             return False
         cert, key = material.cert_pem(), material.key_pem()
         if self.serial is None:
-            _write_private(self.certfile, cert)
-            _write_private(self.keyfile, key)
+            write_private(self.certfile, cert)
+            write_private(self.keyfile, key)
             self.context.load_cert_chain(self.certfile, self.keyfile)
         else:
             with tempfile.TemporaryDirectory(dir=self.directory) as scratch:
                 certfile, keyfile = Path(scratch) / "tls.crt", Path(scratch) / "tls.key"
-                _write_private(certfile, cert)
-                _write_private(keyfile, key)
+                write_private(certfile, cert)
+                write_private(keyfile, key)
                 self.context.load_cert_chain(certfile, keyfile)
         self.cadata = material.bundle_pem()
         self.serial = material.cert.serial_number
         return True
 
 
-def _write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes) -> None:
+    """Write DATA to PATH readable by its owner only (0600), as a private key must be."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "wb") as sink:
         sink.write(data)

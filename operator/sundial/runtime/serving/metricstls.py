@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import socket
 import ssl
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from sundial.runtime.serving import certificates
+from sundial.runtime.serving import certificates, certrotators
 from sundial.runtime.settings import ProbeSettings
 
 logger = logging.getLogger(__name__)
@@ -35,7 +34,8 @@ RELOAD_INTERVAL = 60.0
 
 
 def _stamp(*paths: Path) -> tuple[tuple[int, float], ...]:
-    return tuple((path.stat().st_ino, path.stat().st_mtime) for path in paths)
+    stats = [path.stat() for path in paths]
+    return tuple((stat.st_ino, stat.st_mtime) for stat in stats)
 
 
 class MetricsTLS:
@@ -56,10 +56,8 @@ class MetricsTLS:
         material = certificates.renew(None, decision, now=now, names=names, lifetimes=certificates.Lifetimes())
         directory = Path(tempfile.mkdtemp(prefix="sundial-metrics-"))
         certfile, keyfile = directory / "tls.crt", directory / "tls.key"
-        for path, data in ((certfile, material.cert_pem() + material.bundle_pem()), (keyfile, material.key_pem())):
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(descriptor, "wb") as sink:
-                sink.write(data)
+        certrotators.write_private(certfile, material.cert_pem() + material.bundle_pem())
+        certrotators.write_private(keyfile, material.key_pem())
         return cls(certfile, keyfile, watched=False)
 
     def reload_if_changed(self) -> bool:
