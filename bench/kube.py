@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from sundial.planner import names
+from sundial.model import names
 
 IMAGE = "busybox:1.37"
 NOMINAL_ANNOTATION = "bench.sundial.dev/nominal"

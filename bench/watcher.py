@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bench.kube import CRONJOB_SCHEDULED, NOMINAL_ANNOTATION, SUNDIAL_SCHEDULED, credentials
-from sundial.planner import names
+from sundial.model import names
 
 
 def _record(job: dict[str, Any], received: float, via: str) -> dict[str, Any]:

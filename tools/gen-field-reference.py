@@ -5,7 +5,7 @@ Fields: the single sources are crds/sundial.dev_scheduledjobs.yaml and crds/sund
 every field's description, type, default,
 limits and CEL rules come from its OpenAPI schema, so the reference cannot drift from what the API server
 enforces. Labels, annotations, environment variables, condition types and reasons, dead-letter reasons and
-Event reasons: the constants and enums of sundial.planner.names, sundial.model.enums and
+Event reasons: the constants and enums of sundial.model.names, sundial.model.enums and
 sundial.planner.actions, described by their docstrings, so the reference says what the operator writes.
 tests/unit/docs/test_reference.py fails while docs/reference.md is stale.
 
@@ -31,8 +31,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "operator"))  # this checkout's sundial, installed or not
 
-from sundial.model import enums  # noqa: E402
-from sundial.planner import actions, names  # noqa: E402
+from sundial.model import enums, names  # noqa: E402
+from sundial.planner import actions  # noqa: E402
 
 CRD = ROOT / "crds" / "sundial.dev_scheduledjobs.yaml"
 CALENDAR_CRD = ROOT / "crds" / "sundial.dev_schedulecalendars.yaml"

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sundial.planner import manifests, names
+from sundial.model import names
+from sundial.planner import manifests
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher

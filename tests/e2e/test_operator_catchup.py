@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from sundial.planner import names
+from sundial.model import names
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, OperatorLauncher

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sundial.planner import names
+from sundial.model import names
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, Operator, OperatorLauncher

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from sundial import schedule
-from sundial.planner import names
+from sundial.model import names
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from sundial.planner import names
+from sundial.model import names
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import AdmissionWebhookLauncher, Cluster, Operator

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sundial.planner import names
+from sundial.model import names
 from sundial.runtime.fencing import shard_of
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from enum import StrEnum
 
 import pytest
 
-from sundial.model import calendars, enums, resource, status
-from sundial.planner import actions, names, observed
+from sundial.model import calendars, enums, names, resource, status
+from sundial.planner import actions, observed
 from sundial.runtime.serving import metrics
 
 KEYS = {

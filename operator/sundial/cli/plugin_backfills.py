@@ -15,7 +15,8 @@ from typing import Any
 from sundial.cli import plugin_outputs as outputs
 from sundial.cli.plugin import Clock, Kubectl, PluginError
 from sundial.cli.plugin_commands import annotate, request_token, wait_for
-from sundial.planner import backfills, names
+from sundial.model import names
+from sundial.planner import backfills
 from sundial.schedule import ScheduleError, format_rfc3339, parse_rfc3339
 
 NOW_WORD = "now"

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sundial.cli import plugin_outputs as outputs
 from sundial.cli.plugin import RESOURCE, Clock, Kubectl, PluginError
 from sundial.cli.plugin_calendars import CalendarReader, Calendars
-from sundial.model import ScheduledJob, Trigger
-from sundial.planner import names
+from sundial.model import ScheduledJob, Trigger, names
 from sundial.schedule import Exclusion, ScheduleError, format_rfc3339, load_zone, parse_rfc3339
 
 if TYPE_CHECKING:

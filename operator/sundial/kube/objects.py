@@ -12,7 +12,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from sundial import model
 from sundial.kube import codec, errors, requests, results
-from sundial.planner import names
+from sundial.model import names
 
 _SJ = (model.resource.GROUP, model.resource.VERSION)
 #: Event messages are cut to this many characters (as events.k8s.io limits a note to 1 kB).

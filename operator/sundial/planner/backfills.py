@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from sundial import schedule
+from sundial.model import names
 from sundial.model.enums import ConcurrencyPolicy, Trigger
 from sundial.model.status import (
     MAX_ACTIVE,
@@ -46,7 +47,7 @@ from sundial.model.status import (
     PendingRetry,
     RunRecord,
 )
-from sundial.planner import manifests, names
+from sundial.planner import manifests
 from sundial.planner.actions import EventReason
 from sundial.planner.drafts import Draft
 from sundial.planner.observed import ObservedJob

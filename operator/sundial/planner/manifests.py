@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from sundial import schedule
+from sundial.model import names
 from sundial.model.enums import Trigger
 from sundial.model.resource import ScheduledJob
-from sundial.planner import names
 
 _IDEMPOTENCY_KEY_LENGTH = 32
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from sundial.model import names
 from sundial.model.enums import Trigger
 from sundial.model.status import PendingRetry
-from sundial.planner import names
 from sundial.planner.actions import EventReason
 from sundial.planner.drafts import Draft
 from sundial.planner.runs import when

@@ -23,7 +23,7 @@ import kopf
 from aiohttp import web
 
 from sundial.kube import connections, leases, objects, ratelimits, requests
-from sundial.planner import names
+from sundial.model import names
 from sundial.runtime.acting import sender
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder

@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from sundial import schedule
-from sundial.planner import names
+from sundial.model import names
 
 from .kubeconfigs import Credentials
 

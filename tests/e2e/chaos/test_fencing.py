@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from sundial.planner import names
+from sundial.model import names
 
 from .fencing import ServerFencing, helm
 

@@ -122,7 +122,7 @@ class FakeKubectl:
         raise AssertionError(f"unexpected get {args}")
 
     def _operate(self, obj: dict[str, Any], key: str, value: str) -> None:
-        from sundial.planner import names  # noqa: PLC0415
+        from sundial.model import names  # noqa: PLC0415
 
         status = obj["status"]
         if key == names.TRIGGER_ANNOTATION:
@@ -163,7 +163,7 @@ class FakeKubectl:
 
 
 def plugin_label() -> str:
-    from sundial.planner import names  # noqa: PLC0415
+    from sundial.model import names  # noqa: PLC0415
 
     return names.SCHEDULED_JOB_LABEL
 

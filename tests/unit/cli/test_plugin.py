@@ -11,8 +11,7 @@ import pytest
 import yaml
 
 from sundial.cli import plugin, plugin_commands
-from sundial.model import ScheduledJob
-from sundial.planner import names
+from sundial.model import ScheduledJob, names
 
 NOW = datetime(2027, 3, 27, 0, 0, tzinfo=UTC)
 Run = Callable[..., tuple[int, str, str]]

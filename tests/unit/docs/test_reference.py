@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from sundial.model import enums
-from sundial.planner import actions, names
+from sundial.model import enums, names
+from sundial.planner import actions
 
 ROOT = Path(__file__).resolve().parents[3]
 TOOL = ROOT / "tools" / "gen-field-reference.py"

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from sundial.kube import objects, ratelimits, requests
-from sundial.planner import names
+from sundial.model import names
 
 
 class _Response:

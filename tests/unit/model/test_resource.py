@@ -11,8 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sundial.model import ScheduledJob, ScheduledJobStatus
-from sundial.planner import names
+from sundial.model import ScheduledJob, ScheduledJobStatus, names
 
 SAMPLES = Path(__file__).parents[3] / "config" / "samples"
 

@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 import yaml
 
+from sundial.model import names
 from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType, DeadLetterReason
 from sundial.model.resource import GROUP, KIND, parse_spec, parse_status
-from sundial.planner import names
 
 ROOT = Path(__file__).resolve().parents[3]
 ARGOCD = ROOT / "config" / "argocd"

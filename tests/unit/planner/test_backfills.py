@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from sundial.model import ActiveRun, BackfillProgress, RunRecord, RunResult, Trigger
-from sundial.planner import backfills, names
+from sundial.model import ActiveRun, BackfillProgress, RunRecord, RunResult, Trigger, names
+from sundial.planner import backfills
 from sundial.planner.actions import CreateJob
 from sundial.planner.manifests import idempotency_key
 from sundial.planner.observed import JobPhase, ObservedJob

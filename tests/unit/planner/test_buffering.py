@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from sundial.model import ActiveRun, BufferedRun, PendingRetry, Trigger, parse_status
+from sundial.model import ActiveRun, BufferedRun, PendingRetry, Trigger, names, parse_status
 from sundial.model.resource import dump_status
-from sundial.planner import names
 from sundial.planner.actions import CreateJob
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.planning import plan

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from sundial.model import ActiveRun, DeadLetter, PendingRetry, Trigger
-from sundial.planner import names
+from sundial.model import ActiveRun, DeadLetter, PendingRetry, Trigger, names
 from sundial.planner.actions import CreateJob, DeleteJob
 from sundial.planner.observed import ObservedJob
 from sundial.planner.planning import plan

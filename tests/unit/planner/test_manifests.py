@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sundial.model import Trigger
-from sundial.planner import manifests, names
+from sundial.model import Trigger, names
+from sundial.planner import manifests
 
 from .builders import NAME, NAMESPACE, UID, make_obj, raw_spec, template, top_of_the_hour
 

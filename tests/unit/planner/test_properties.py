@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sundial import schedule
-from sundial.model import ScheduledJobStatus
-from sundial.planner import names
+from sundial.model import ScheduledJobStatus, names
 from sundial.planner.actions import CreateJob, DeleteJob, EmitEvent
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.planning import plan

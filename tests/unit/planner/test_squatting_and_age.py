@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from sundial.model import DeadLetterReason
-from sundial.planner import manifests, names
+from sundial.model import DeadLetterReason, names
+from sundial.planner import manifests
 from sundial.planner.actions import CreateJob, DeleteJob
 from sundial.planner.observed import FailureReason, JobPhase
 from sundial.planner.planning import plan

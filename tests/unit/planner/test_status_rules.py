@@ -6,9 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from sundial.model import RunRecord, RunResult, Trigger
+from sundial.model import RunRecord, RunResult, Trigger, names
 from sundial.model.status import MAX_RECENT_RUNS
-from sundial.planner import names
 from sundial.planner.observed import JobPhase
 from sundial.planner.planning import plan
 

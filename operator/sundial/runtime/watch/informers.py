@@ -36,7 +36,7 @@ import kopf
 
 from sundial import model
 from sundial.kube import codec, compat
-from sundial.planner import names
+from sundial.model import names
 
 logger = logging.getLogger(__name__)
 

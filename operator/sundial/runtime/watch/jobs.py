@@ -8,7 +8,7 @@ from typing import Any
 
 from sundial import schedule
 from sundial.kube import objects
-from sundial.planner import names
+from sundial.model import names
 from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
 
 

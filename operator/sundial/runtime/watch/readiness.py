@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from sundial.kube import errors
-from sundial.planner import names
+from sundial.model import names
 from sundial.runtime.watch.store import Store
 
 logger = logging.getLogger(__name__)

@@ -27,9 +27,9 @@ from typing import Any
 
 import orjson
 
+from sundial.model import names
 from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType
 from sundial.model.spec import MAX_PRIORITY, MIN_PRIORITY
-from sundial.planner import names
 from sundial.planner.observed import ObservedJob
 from sundial.runtime.watch import jobs
 from sundial.runtime.watch.calendars import Calendars, refs_of

@@ -11,8 +11,9 @@ import pytest
 
 from sundial import model
 from sundial.kube import errors, ratelimits, requests, results
+from sundial.model import names
 from sundial.model.status import ScheduledJobStatus
-from sundial.planner import actions, names
+from sundial.planner import actions
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.runtime.acting.reconciler import Reconciler

@@ -7,7 +7,7 @@ from typing import Any
 import kopf
 from kopf._cogs.structs import references
 
-from sundial.planner import names
+from sundial.model import names
 from sundial.runtime.watch import informers
 
 JOBS = references.Resource("batch", "v1", "jobs", kind="Job", singular="job", namespaced=True, verbs=["list", "watch"])

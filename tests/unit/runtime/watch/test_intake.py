@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from sundial.planner import names
+from sundial.model import names
 from sundial.runtime.watch.intake import Intake
 from sundial.runtime.watch.store import Key, Store
 

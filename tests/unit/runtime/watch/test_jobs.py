@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sundial.planner import names
+from sundial.model import names
 from sundial.planner.observed import FailureReason, JobPhase
 from sundial.runtime.watch import jobs
 from sundial.runtime.watch.store import Store

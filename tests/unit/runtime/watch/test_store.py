@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sundial import model
-from sundial.planner import names, planning
+from sundial.model import names
+from sundial.planner import planning
 from sundial.planner.plans import Context
 from sundial.runtime.watch import jobs
 from sundial.runtime.watch.store import Store, slim_scheduled_job
