@@ -1,4 +1,10 @@
-"""Classification of API failures: what is worth retrying without consuming a run's attempts (DESIGN §4).
+"""Classification of API failures, done once: :func:`classify` is the only code that reads HTTP codes.
+
+Every failed request becomes a :class:`KubeError` of the class its callers catch: :class:`TransientError`
+(worth retrying without consuming a run's attempts, DESIGN §4; :class:`GatewayTimeoutError` for a 504),
+:class:`NotFoundError`, :class:`ConflictError`, :class:`GoneError`, :class:`InvalidError`,
+:class:`ForbiddenError` (and its :class:`FencedError`), or a plain :class:`KubeError` for any other final
+answer. Its ``code`` stays for log lines and metrics; decisions catch the class.
 
 Also where an API failure becomes text: :func:`redact` takes the values the API server quotes in its
 validation messages (``spec...env[0].name: Invalid value: "TOKEN=hunter2": ...``, possibly a secret from a
@@ -49,8 +55,39 @@ class TransientError(KubeError):
     """Retry later with backoff: 5xx, 429, timeouts, connection errors, exceeded quota."""
 
 
-class FencedError(KubeError):
+class GatewayTimeoutError(TransientError):
+    """504: the API server gave up waiting (also ``ResourceVersionTooLarge``: its watch cache lags etcd)."""
+
+
+class NotFoundError(KubeError):
+    """404: the object (or its kind) does not exist."""
+
+
+class ConflictError(KubeError):
+    """409: a compare-and-set precondition failed, or the object already exists."""
+
+
+class GoneError(KubeError):
+    """410: the requested version is too old (an expired ``continue`` token). Not
+    :class:`sundial.kube.results.Gone`, which is the outcome "the object no longer exists"."""
+
+
+class InvalidError(KubeError):
+    """422, or 400 with reason ``Invalid``/``BadRequest``: the API server rejects the request's body."""
+
+
+class ForbiddenError(KubeError):
+    """403 that is neither an exceeded quota (transient) nor the fencing policy's refusal."""
+
+
+class FencedError(ForbiddenError):
     """403 from the server-side fencing policy: this replica's token is older than the shard Lease's."""
+
+
+#: The final answers that have a class of their own (a 400 depends on its reason: :func:`_class_of`).
+_FINAL = {403: ForbiddenError, 404: NotFoundError, 409: ConflictError, 410: GoneError, 422: InvalidError}
+#: The reasons of a 400 that mean "this body is invalid".
+_INVALID_REASONS = frozenset({"Invalid", "BadRequest"})
 
 
 def redact(message: str) -> str:
@@ -102,12 +139,21 @@ def is_transient(status: Status) -> bool:
     return status.code in TRANSIENT_CODES or status.code == 0 or is_quota_exceeded(status)
 
 
+def _class_of(status: Status) -> type[KubeError]:
+    if is_fenced(status):
+        return FencedError
+    if is_transient(status):
+        return GatewayTimeoutError if status.code == 504 else TransientError
+    if status.code == 400 and status.reason in _INVALID_REASONS:
+        return InvalidError
+    return _FINAL.get(status.code, KubeError)
+
+
 def classify(error: BaseException) -> KubeError | None:
-    """Map a failure to :class:`TransientError` / :class:`KubeError`; None if it is not an API one."""
+    """Map a failure to the :class:`KubeError` subclass its callers catch; None if it is not an API one."""
     if isinstance(error, ApiException):
         status = status_of(error)
-        cls = FencedError if is_fenced(status) else TransientError if is_transient(status) else KubeError
-        return cls(code=status.code, reason=status.reason, message=status.message)
+        return _class_of(status)(code=status.code, reason=status.reason, message=status.message)
     if isinstance(error, asyncio.TimeoutError | aiohttp.ClientError | ConnectionError):
         return TransientError(code=0, reason=type(error).__name__, message=str(error) or "no response")
     return None

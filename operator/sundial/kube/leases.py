@@ -9,6 +9,7 @@ What a replica does with a record (acquire, renew, stand by, release) is decided
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -128,10 +129,8 @@ class KubeLeaseApi:
                     name, namespace, _request_timeout=requests.REQUEST_TIMEOUT
                 ),
             )
-        except errors.KubeError as error:
-            if error.code == 404:
-                return None
-            raise
+        except errors.NotFoundError:
+            return None
         return self._record(body)
 
     async def create(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
@@ -150,10 +149,8 @@ class KubeLeaseApi:
                     namespace, body, _request_timeout=requests.REQUEST_TIMEOUT
                 ),
             )
-        except errors.KubeError as error:
-            if error.code == 409:
-                return results.Conflict()
-            raise
+        except errors.ConflictError:
+            return results.Conflict()
         return self._record(created)
 
     async def replace(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
@@ -166,10 +163,8 @@ class KubeLeaseApi:
                     name, namespace, body, _request_timeout=requests.REQUEST_TIMEOUT
                 ),
             )
-        except errors.KubeError as error:
-            if error.code in (409, 404):
-                return results.Conflict()
-            raise
+        except (errors.ConflictError, errors.NotFoundError):
+            return results.Conflict()
         return self._record(replaced)
 
     async def list(self, *, namespace: str) -> dict[str, LeaseRecord]:
@@ -190,7 +185,7 @@ class KubeLeaseApi:
     async def delete(self, *, namespace: str, name: str, resource_version: str) -> None:
         """Delete a Lease if it is still at ``resource_version`` (404 and 409 are ignored)."""
         options = {"preconditions": {"resourceVersion": resource_version}}
-        try:
+        with contextlib.suppress(errors.NotFoundError, errors.ConflictError):
             await self._req.call(
                 verb="delete",
                 resource="leases",
@@ -198,6 +193,3 @@ class KubeLeaseApi:
                     name, namespace, body=options, _request_timeout=requests.REQUEST_TIMEOUT
                 ),
             )
-        except errors.KubeError as error:
-            if error.code not in (404, 409):
-                raise

@@ -114,9 +114,8 @@ class ObjectsApi:
         try:
             async for page in self._pages(plural, request):
                 yield page
-        except errors.KubeError as error:
-            if error.code != 404:
-                raise
+        except errors.NotFoundError:
+            return
 
     async def _pages(
         self, resource: str, request: Callable[[str | None], Awaitable[Any]]
@@ -142,10 +141,8 @@ class ObjectsApi:
                     *_SJ, namespace, model.resource.PLURAL, name, _request_timeout=requests.REQUEST_TIMEOUT
                 ),
             )
-        except errors.KubeError as error:
-            if error.code == 404:
-                return None
-            raise
+        except errors.NotFoundError:
+            return None
         return body
 
     async def write_status(
@@ -174,12 +171,10 @@ class ObjectsApi:
                     )
                 ),
             )
-        except errors.KubeError as error:
-            if error.code == 409:
-                return results.Conflict()
-            if error.code == 404:
-                return results.Gone()
-            raise
+        except errors.ConflictError:
+            return results.Conflict()
+        except errors.NotFoundError:
+            return results.Gone()
         return results.Written(body=written)
 
     async def delete_scheduled_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
@@ -197,12 +192,10 @@ class ObjectsApi:
                     _request_timeout=requests.REQUEST_TIMEOUT,
                 ),
             )
-        except errors.KubeError as error:
-            if error.code == 404:
-                return results.Done()
-            if error.code == 409:
-                return results.Conflict()
-            raise
+        except errors.NotFoundError:
+            return results.Done()
+        except errors.ConflictError:
+            return results.Conflict()
         return results.Done()
 
     # Jobs --------------------------------------------------------------------------------------------
@@ -232,10 +225,8 @@ class ObjectsApi:
                     )
                 ),
             )
-        except errors.KubeError as error:
-            if error.code == 404:
-                return None
-            raise
+        except errors.NotFoundError:
+            return None
         return body
 
     async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
@@ -251,11 +242,9 @@ class ObjectsApi:
                     )
                 ),
             )
-        except errors.KubeError as error:
-            if error.code == 422 or (error.code == 400 and error.reason in {"Invalid", "BadRequest"}):
-                return results.Invalid(message=error.message or error.reason)
-            if error.code != 409:
-                raise
+        except errors.InvalidError as error:
+            return results.Invalid(message=error.message or error.reason)
+        except errors.ConflictError:
             name = str((manifest.get("metadata") or {}).get("name", ""))
             existing = await self.get_job(namespace=namespace, name=name)
             if existing is None:  # deleted in between: a retry of the pass will create it again
@@ -282,12 +271,10 @@ class ObjectsApi:
                     name, namespace, body=options, _request_timeout=requests.REQUEST_TIMEOUT
                 ),
             )
-        except errors.KubeError as error:
-            if error.code == 404:
-                return results.Done(existed=False)
-            if error.code == 409:
-                return results.Conflict()
-            raise
+        except errors.NotFoundError:
+            return results.Done(existed=False)
+        except errors.ConflictError:
+            return results.Conflict()
         return results.Done()
 
     # Events ------------------------------------------------------------------------------------------
@@ -385,8 +372,6 @@ class ObjectsApi:
                     )
                 ),
             )
-        except errors.KubeError as error:
-            if error.code == 404:
-                return results.Gone()
-            raise
+        except errors.NotFoundError:
+            return results.Gone()
         return results.Done()

@@ -50,7 +50,7 @@ class Requester:
         self._clock = clock
 
     async def call(self, *, verb: str, resource: str, request: Callable[[], Awaitable[T]], ok: int = 200) -> T:
-        """Run ``request`` once. Raises :class:`errors.TransientError` or :class:`errors.KubeError`."""
+        """Run ``request`` once. A failure raises as :func:`errors.classify` made it (a :class:`errors.KubeError`)."""
         await self._bucket.acquire()
         guard = SEND_GUARD.get()
         if guard is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import aiohttp
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -21,21 +22,56 @@ def test_throttling_and_server_errors_are_transient(code: int) -> None:
     assert isinstance(errors.classify(_api_error(code, "X", "y")), errors.TransientError)
 
 
+def test_a_gateway_timeout_is_a_transient_error_of_its_own() -> None:
+    classified = errors.classify(_api_error(504, "Timeout", "Too large resource version: 62781"))
+    assert type(classified) is errors.GatewayTimeoutError
+    assert isinstance(classified, errors.TransientError)
+    assert type(errors.classify(_api_error(503, "ServiceUnavailable", "y"))) is errors.TransientError
+
+
 def test_exceeded_quota_is_transient() -> None:
     error = _api_error(403, "Forbidden", 'jobs "a" is forbidden: exceeded quota: q, requested: count/jobs=1')
-    assert isinstance(errors.classify(error), errors.TransientError)
+    assert type(errors.classify(error)) is errors.TransientError
 
 
-def test_timeouts_are_transient() -> None:
-    assert isinstance(errors.classify(TimeoutError()), errors.TransientError)
+@pytest.mark.parametrize(
+    "failure",
+    [TimeoutError(), aiohttp.ClientConnectionError("refused"), ConnectionResetError()],
+)
+def test_timeouts_and_connection_errors_are_transient(failure: BaseException) -> None:
+    classified = errors.classify(failure)
+    assert type(classified) is errors.TransientError
+    assert classified.code == 0
+    assert classified.reason == type(failure).__name__
 
 
-@pytest.mark.parametrize("code", [400, 403, 404, 409, 422])
-def test_client_errors_are_final_and_keep_the_api_message(code: int) -> None:
-    classified = errors.classify(_api_error(code, "Invalid", "spec.template: bad"))
-    assert type(classified) is errors.KubeError
+def test_no_status_code_is_transient() -> None:
+    assert type(errors.classify(ApiException(status=0, reason="X"))) is errors.TransientError
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cls"),
+    [
+        (400, "Invalid", errors.InvalidError),
+        (400, "BadRequest", errors.InvalidError),
+        (400, "Other", errors.KubeError),
+        (401, "Unauthorized", errors.KubeError),
+        (403, "Forbidden", errors.ForbiddenError),
+        (404, "NotFound", errors.NotFoundError),
+        (409, "Conflict", errors.ConflictError),
+        (409, "AlreadyExists", errors.ConflictError),
+        (410, "Expired", errors.GoneError),
+        (422, "Invalid", errors.InvalidError),
+    ],
+)
+def test_client_errors_are_final_classified_by_code_and_keep_the_api_message(
+    code: int, reason: str, cls: type[errors.KubeError]
+) -> None:
+    classified = errors.classify(_api_error(code, reason, "spec.template: bad"))
+    assert type(classified) is cls
+    assert not isinstance(classified, errors.TransientError)
     assert classified.code == code
-    assert classified.reason == "Invalid"
+    assert classified.reason == reason
     assert classified.message == "spec.template: bad"
 
 
@@ -84,5 +120,6 @@ def test_the_fencing_policys_refusal_is_its_own_error() -> None:
         "'sundial-fencing' denied request: sundial.dev/fenced: fencing token 0-4 is older than Lease x"
     )
     assert isinstance(errors.classify(_api_error(403, "Forbidden", message)), errors.FencedError)
+    assert isinstance(errors.classify(_api_error(403, "Forbidden", message)), errors.ForbiddenError)
     rbac = errors.classify(_api_error(403, "Forbidden", "jobs is forbidden: User cannot create"))
-    assert type(rbac) is errors.KubeError
+    assert type(rbac) is errors.ForbiddenError

@@ -29,7 +29,7 @@ PAGE_SIZE = 500
 
 #: A listing that fails with one of these (504 ``ResourceVersionTooLarge``: a continue page waited for a
 #: lagging watch cache; 410: a continue token expired) is done again from the watch cache (``any_version``).
-CACHE_FALLBACK_CODES = (410, 504)
+CACHE_FALLBACK_ERRORS = (errors.GatewayTimeoutError, errors.GoneError)
 
 
 class Lister(Protocol):
@@ -62,7 +62,7 @@ class InitialListing:
             try:
                 current = await self._list(api, namespaces, any_version=any_version)
             except errors.KubeError as error:
-                if error.code in CACHE_FALLBACK_CODES and not any_version:
+                if isinstance(error, CACHE_FALLBACK_ERRORS) and not any_version:
                     any_version = True
                     logger.warning("initial listing failed (retrying from the watch cache): %s", error)
                 else:

@@ -56,7 +56,7 @@ class LaggingCache(Lister):
     async def _lagging(self, limit: int) -> AsyncIterator[list[dict[str, Any]]]:
         yield [{"metadata": {"uid": uid}} for uid in self.sjs[:limit]]
         message = "Timeout: Too large resource version: 62781, current: 62395"
-        raise errors.TransientError(code=504, reason="Timeout", message=message)
+        raise errors.GatewayTimeoutError(code=504, reason="Timeout", message=message)
 
 
 def _sj(uid: str) -> dict[str, Any]:
