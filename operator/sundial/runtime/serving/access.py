@@ -8,8 +8,8 @@ an authenticated user without that permission: 403; the API server not answering
 
 Decisions are cached by a hash of the token (never the token itself) for :data:`ALLOW_TTL` seconds when
 allowed and :data:`DENY_TTL` when refused, at most :data:`MAX_ENTRIES` of them, so a scrape every few seconds
-costs two API calls a minute (counted in ``sundial_api_requests_total``). The operator needs ``create`` on
-``tokenreviews`` and ``subjectaccessreviews``.
+costs two API calls a minute (counted in ``sundial_api_requests_total``; the calls themselves are
+:mod:`sundial.kube.reviews`). The operator needs ``create`` on ``tokenreviews`` and ``subjectaccessreviews``.
 
 The metrics port stays plain HTTP: a scraper's token crosses the pod network in the clear, so pair this with
 the chart's NetworkPolicy (or a mesh with mTLS) and give the scraper a token that can do nothing but this.
@@ -23,12 +23,11 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from kubernetes_asyncio import client
-
-from sundial.kube import objects, ratelimits, requests
+from sundial.kube import ratelimits, requests
+from sundial.kube.reviews import ReviewsApi
 
 logger = logging.getLogger(__name__)
 
@@ -160,26 +159,19 @@ def access_review(user: User, *, path: str, verb: str) -> dict[str, Any]:
 
 
 class KubeReviews:
-    """:class:`Reviews` through the API server (TokenReview, SubjectAccessReview)."""
+    """:class:`Reviews` through the API server (:class:`sundial.kube.reviews.ReviewsApi`), in a bucket of
+    their own."""
 
     def __init__(self, *, api_client: Any, observer: requests.ApiObserver | None = None) -> None:
-        self._authn = client.AuthenticationV1Api(api_client)
-        self._authz = client.AuthorizationV1Api(api_client)
         bucket = ratelimits.TokenBucket(rate=REVIEW_QPS, burst=REVIEW_BURST)
-        self._requester = requests.Requester(bucket=bucket, observer=observer)
-
-    async def _create(self, resource: str, call: Callable[..., Awaitable[Any]], body: dict[str, Any]) -> Any:
-        def request() -> Awaitable[dict[str, Any]]:
-            return objects.raw_json(call(body, _request_timeout=REQUEST_TIMEOUT, _preload_content=False))
-
-        return await self._requester.call(verb="create", resource=resource, request=request, ok=201)
+        requester = requests.Requester(bucket=bucket, observer=observer)
+        self._api = ReviewsApi(api_client=api_client, requester=requester, timeout=REQUEST_TIMEOUT)
 
     async def authenticate(self, token: str) -> User | None:
         body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
-        review = await self._create("tokenreviews", self._authn.create_token_review, body)
+        review = await self._api.create_token_review(body)
         return user_from(review.get("status") or {})
 
     async def authorize(self, user: User, *, path: str, verb: str) -> bool:
-        body = access_review(user, path=path, verb=verb)
-        review = await self._create("subjectaccessreviews", self._authz.create_subject_access_review, body)
+        review = await self._api.create_subject_access_review(access_review(user, path=path, verb=verb))
         return bool((review.get("status") or {}).get("allowed"))

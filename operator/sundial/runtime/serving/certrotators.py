@@ -14,6 +14,8 @@ On start and then at every :func:`sundial.runtime.serving.certificates.next_chec
    certificate of a new CA, and again on every sync, so a crash between the two writes heals;
 4. it loads the certificate into the webhook server's TLS context in place (:class:`ServingTLS`): new
    connections get it at once, and the server never stops listening.
+
+The reads and writes themselves are :mod:`sundial.kube.certstore`'s.
 """
 
 from __future__ import annotations
@@ -31,9 +33,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from kubernetes_asyncio import client
-
-from sundial.kube import errors, objects, requests
+from sundial.kube import errors, requests
+from sundial.kube.certstore import CertStoreApi
 from sundial.runtime.serving import certificates
 
 logger = logging.getLogger(__name__)
@@ -83,98 +84,38 @@ class ConfigurationMissingError(LookupError):
 
 
 class KubeStore:
-    """:class:`Stored` on the Kubernetes API, every call through the operator's rate-limited requester."""
+    """:class:`Stored` on the Kubernetes API (:class:`sundial.kube.certstore.CertStoreApi`), every call through
+    the operator's rate-limited requester."""
 
     def __init__(self, *, api_client: Any, requester: requests.Requester, managed: ManagedCertificate) -> None:
-        self._core: Any = client.CoreV1Api(api_client)
-        self._admission: Any = client.AdmissionregistrationV1Api(api_client)
-        self._req = requester
+        self._api = CertStoreApi(api_client=api_client, requester=requester)
         self._managed = managed
 
     async def read_secret(self) -> dict[str, Any] | None:
         m = self._managed
-        try:
-            return await self._req.call(
-                verb="get",
-                resource="secrets",
-                request=lambda: objects.raw_json(
-                    self._core.read_namespaced_secret(
-                        m.secret_name,
-                        m.secret_namespace,
-                        _request_timeout=requests.REQUEST_TIMEOUT,
-                        _preload_content=False,
-                    )
-                ),
-            )
-        except errors.KubeError as error:
-            if error.code == 404:
-                return None
-            raise
+        return await self._api.get_secret(namespace=m.secret_namespace, name=m.secret_name)
 
     async def write_secret(self, body: dict[str, Any]) -> bool:
         m = self._managed
-        create = not (body.get("metadata") or {}).get("resourceVersion")
         try:
-            if create:
-                await self._req.call(
-                    verb="create",
-                    resource="secrets",
-                    ok=201,
-                    request=lambda: objects.raw_json(
-                        self._core.create_namespaced_secret(
-                            m.secret_namespace, body, _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False
-                        )
-                    ),
-                )
+            if not (body.get("metadata") or {}).get("resourceVersion"):
+                await self._api.create_secret(namespace=m.secret_namespace, body=body)
             else:
-                await self._req.call(
-                    verb="update",
-                    resource="secrets",
-                    request=lambda: objects.raw_json(
-                        self._core.replace_namespaced_secret(
-                            m.secret_name,
-                            m.secret_namespace,
-                            body,
-                            _request_timeout=requests.REQUEST_TIMEOUT,
-                            _preload_content=False,
-                        )
-                    ),
-                )
-        except errors.KubeError as error:
-            if error.code == 409:
-                return False
-            raise
+                await self._api.replace_secret(namespace=m.secret_namespace, name=m.secret_name, body=body)
+        except errors.ConflictError:
+            return False
         return True
 
     async def set_ca_bundle(self, bundle: str) -> int:
         name = self._managed.webhook_configuration
         if not name:
             return 0
-        try:
-            configuration = await self._req.call(
-                verb="get",
-                resource="validatingwebhookconfigurations",
-                request=lambda: objects.raw_json(
-                    self._admission.read_validating_webhook_configuration(
-                        name, _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False
-                    )
-                ),
-            )
-        except errors.KubeError as error:
-            if error.code == 404:
-                raise ConfigurationMissingError(f"ValidatingWebhookConfiguration {name} does not exist") from None
-            raise
+        configuration = await self._api.get_webhook_configuration(name)
+        if configuration is None:
+            raise ConfigurationMissingError(f"ValidatingWebhookConfiguration {name} does not exist")
         patch = ca_bundle_patch(configuration, bundle)
         if patch:
-            await self._req.call(
-                verb="patch",
-                resource="validatingwebhookconfigurations",
-                request=lambda: objects.raw_json(
-                    self._admission.patch_validating_webhook_configuration(
-                        name, patch, _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False
-                    )
-                ),
-            )
+            await self._api.patch_webhook_configuration(name, patch)
         return len(patch) // 2
 
 
