@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol, TypeVar
 
 from sundial.kube import errors, ratelimits
@@ -18,10 +19,21 @@ REQUEST_TIMEOUT = 10.0
 #: lasts seconds). The reconciler sets "do I still hold the shard's Lease?" around its writes: a check made
 #: before the wait is stale once the process was paused during it (SIGSTOP, a frozen VM, a long GC), and a
 #: resumed zombie would otherwise send writes queued here after another replica took over (DESIGN §7.3,
-#: found by the chaos harness). Raising aborts the request before anything is sent.
+#: found by the chaos harness). Raising aborts the request before anything is sent. Set with :func:`guarded`.
 SEND_GUARD: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
     "sundial_send_guard", default=None
 )
+
+
+@contextlib.contextmanager
+def guarded(check: Callable[[], None] | None) -> Iterator[None]:
+    """Run CHECK as the :data:`SEND_GUARD` of every request made inside the block (None: no check); the
+    previous guard is back once the block is left, however it is left."""
+    token = SEND_GUARD.set(check)
+    try:
+        yield
+    finally:
+        SEND_GUARD.reset(token)
 
 
 class ApiObserver(Protocol):

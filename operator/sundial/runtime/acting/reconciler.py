@@ -219,8 +219,7 @@ class Reconciler:
         :data:`sundial.kube.requests.SEND_GUARD`. A write the fencing policy refuses (``kind``: which write)
         raises :class:`sundial.runtime.fencing.NotActingError` after the shard was given up.
         """
-        guard = requests.SEND_GUARD.set(functools.partial(self._lead.check, shard))
-        try:
+        with requests.guarded(functools.partial(self._lead.check, shard)):
             for delay in (*TRANSIENT_DELAYS, None):
                 try:
                     return await call()
@@ -236,8 +235,6 @@ class Reconciler:
                     await self._sleep(delay)
                     self._lead.check(shard)
             raise AssertionError("unreachable")
-        finally:
-            requests.SEND_GUARD.reset(guard)
 
     async def _act(self, key: Key, shard: int, obj: model.ScheduledJob, plan: Plan) -> bool:
         """Run the plan's actions in order. True: re-plan (a Job template was rejected as invalid, or a

@@ -16,9 +16,10 @@ retried in a loop: a failed create forgets the series (its next occurrence tries
 keeps the count for the next interval. Nothing here raises into the reconciler.
 
 **Fenced like every other write:** ``record(..., guard=...)`` takes the reconciler's "do I still hold the
-shard?" check; it is set as :data:`sundial.kube.requests.SEND_GUARD` around the create or PATCH, so it runs
-right before the request is sent (after the Event rate limiter's wait). A replica that lost the shard (a
-SIGSTOPped zombie that resumes with Events queued) drops them (``result="dropped"``) instead of writing.
+shard?" check; it is the :data:`sundial.kube.requests.SEND_GUARD` of the create or PATCH
+(:func:`sundial.kube.requests.guarded`), so it runs right before the request is sent (after the Event rate
+limiter's wait). A replica that lost the shard (a SIGSTOPped zombie that resumes with Events queued) drops
+them (``result="dropped"``) instead of writing.
 
 **Refused by the API server:** where the server-side fencing policy is installed, every Event carries the
 writer's fencing token (annotation ``sundial.dev/fencing-token``, also on each PATCH); a 403 from the policy
@@ -182,19 +183,19 @@ class EventRecorder:
     async def _create(self, key: SeriesKey, series: Series) -> None:
         count, first = series.pending, series.first or series.last
         series.pending, series.first = 0, None
-        fence = requests.SEND_GUARD.set(series.guard)
         try:
-            name = await self._api.create_event(
-                involved=series.involved,
-                type_=series.type_,
-                reason=series.reason,
-                message=series.message,
-                first=first,
-                last=series.last,
-                count=count,
-                instance=self._identity,
-                fencing_token=series.token,
-            )
+            with requests.guarded(series.guard):
+                name = await self._api.create_event(
+                    involved=series.involved,
+                    type_=series.type_,
+                    reason=series.reason,
+                    message=series.message,
+                    first=first,
+                    last=series.last,
+                    count=count,
+                    instance=self._identity,
+                    fencing_token=series.token,
+                )
         except NotActingError:
             self._results.labels(result=EventResult.DROPPED).inc(count)  # the shard moved on: not ours to write
             return
@@ -205,7 +206,6 @@ class EventRecorder:
             self._failed(series, "create", error)
             return
         finally:  # a failed (or cancelled) create forgets the series: its next occurrence starts a new one
-            requests.SEND_GUARD.reset(fence)
             self._book.unqueue(key)
         self._results.labels(result=EventResult.CREATED).inc()
         self._book.created(key, series, name=name, count=count, interval=self._interval)
@@ -214,16 +214,16 @@ class EventRecorder:
         count, first = series.pending, series.first
         series.pending, series.first = 0, None
         series.due = self._monotonic() + self._interval
-        fence = requests.SEND_GUARD.set(series.guard)
         try:
-            patched = await self._api.patch_event(
-                namespace=series.involved.namespace,
-                name=series.name,
-                count=series.count + count,
-                last_timestamp=series.last,
-                message=series.message,
-                fencing_token=series.token,
-            )
+            with requests.guarded(series.guard):
+                patched = await self._api.patch_event(
+                    namespace=series.involved.namespace,
+                    name=series.name,
+                    count=series.count + count,
+                    last_timestamp=series.last,
+                    message=series.message,
+                    fencing_token=series.token,
+                )
         except asyncio.CancelledError:
             self._book.restore(series, count, first)  # ``count`` is absolute: sending it again is harmless
             raise
@@ -238,8 +238,6 @@ class EventRecorder:
             self._book.schedule(key, series)
             self._failed(series, "patch", error)
             return
-        finally:
-            requests.SEND_GUARD.reset(fence)
         if isinstance(patched, results.Gone):  # the Event expired: a new one carries the count on
             self._book.restore(series, count, first)
             self._book.gone(key, series)
