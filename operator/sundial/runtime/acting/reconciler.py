@@ -51,8 +51,9 @@ def _hard_exit(code: int) -> None:  # pragma: no cover - ends the process
     os._exit(code)
 
 
-class ObjectsApi(Protocol):
-    """The calls of :class:`sundial.kube.objects.ObjectsApi` the reconciler needs (faked in tests)."""
+class ReconcilerApi(Protocol):
+    """The calls the reconciler makes: ScheduledJob reads, status claims and deletes, Job creates and deletes
+    (:class:`sundial.kube.objects.ObjectsApi`, faked in tests)."""
 
     async def get_scheduled_job(self, *, namespace: str, name: str) -> dict[str, Any] | None: ...
 
@@ -89,7 +90,7 @@ class Reconciler:
         self,
         *,
         store: Store,
-        api: ObjectsApi,
+        api: ReconcilerApi,
         leadership: fencing.Acting,
         planner: Planner,
         events: EventSink,

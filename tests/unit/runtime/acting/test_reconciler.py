@@ -283,7 +283,7 @@ class PausingBucket:
 
 
 class ZombieApi(FakeApi):
-    """Creates go through a real Requester, like ObjectsApi's calls."""
+    """Creates go through a real Requester, like kube.objects.ObjectsApi's calls."""
 
     def __init__(self, requester: requests.Requester) -> None:
         super().__init__()
