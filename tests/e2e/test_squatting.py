@@ -18,7 +18,8 @@ from sundial.model import names
 from sundial.planner import manifests
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster, OperatorLauncher
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.operators import OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
