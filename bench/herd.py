@@ -94,14 +94,7 @@ class Herd:
 
     def run(self, cluster: env.BenchCluster | None = None) -> dict[str, Any]:
         """On CLUSTER (left running), or on a fresh sandbox of its own."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        if cluster is not None:
-            return asyncio.run(self._run(cluster))
-        cluster = env.BenchCluster(self.name)
-        try:
-            return asyncio.run(self._run(cluster))
-        finally:
-            cluster.close()
+        return env.run_on_cluster(self.name, self.out, self._run, cluster)
 
     async def _run(self, cluster: env.BenchCluster) -> dict[str, Any]:
         watch = env.JobWatch(cluster.kubeconfig, self.out / f"{self.name}-jobs.jsonl")
