@@ -1,4 +1,4 @@
-"""Backfill and buffered overlap end to end (DESIGN §10.2, issue 16): one operator, one namespace per test.
+"""Backfill and buffered overlap end to end (DESIGN §4.1, §4.2, issue 16): one operator, one namespace per test.
 
 The backfill goes through the installed ``kubectl-sundial`` (as a user would run it); Jobs "run" for the
 sandbox's duration annotation. Every wait polls with a deadline.

@@ -1,4 +1,4 @@
-"""Exclusion calendars and schedules lists end to end (DESIGN §10.1, issue 16): one operator, a namespace per test.
+"""Exclusion calendars and schedules lists end to end (DESIGN §3.1, §3.2, issue 16): one operator, a namespace per test.
 
 Per-second schedules keep the test short; every wait polls with a deadline.
 """
