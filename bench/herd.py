@@ -8,7 +8,7 @@ Lag = the independent watcher's receive time of a Job's ADDED event - the Job's 
 
 With ``priority_share`` > 0 (``--set herd_priority_share=0.1``) that share of Sundial's objects (every
 k-th one, spread over the namespaces) has ``spec.priority: 100`` and the report adds ``priority``: the
-lag summaries and the time to the last Job of the high-priority share and of the rest (DESIGN §10.1).
+lag summaries and the time to the last Job of the high-priority share and of the rest (DESIGN §4.3).
 """
 
 from __future__ import annotations
