@@ -3,6 +3,7 @@ independent watcher as subprocesses, process CPU/RSS from ``/proc``, the API ser
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -14,11 +15,11 @@ import tempfile
 import time
 import urllib.request
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sundial_sandbox import Sandbox, install_crds
 from sundial_sandbox.api import probe_https
@@ -27,6 +28,8 @@ from sundial_sandbox.processes import ProcessTable
 REPO = Path(__file__).resolve().parents[1]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 KCM = "kube-controller-manager"
+
+T = TypeVar("T")
 
 
 def load() -> tuple[float, float, float]:
@@ -139,6 +142,24 @@ class BenchCluster:
         self.sandbox.stop()
         if not self.keep:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def run_on_cluster(
+    name: str,
+    out: Path,
+    scenario: Callable[[BenchCluster], Coroutine[Any, Any, T]],
+    cluster: BenchCluster | None = None,
+) -> T:
+    """A scenario's ``run()``: create OUT, then run SCENARIO(cluster) to completion on CLUSTER (left running), or
+    on a fresh sandbox named after NAME, closed afterwards."""
+    out.mkdir(parents=True, exist_ok=True)
+    if cluster is not None:
+        return asyncio.run(scenario(cluster))
+    cluster = BenchCluster(name)
+    try:
+        return asyncio.run(scenario(cluster))
+    finally:
+        cluster.close()
 
 
 # -- the API server's own metrics --------------------------------------------------------------------------

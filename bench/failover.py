@@ -24,12 +24,7 @@ class Failover:
         self.out, self.objects, self.operator_args, self.name = out, objects, operator_args, name
 
     def run(self) -> dict[str, Any]:
-        self.out.mkdir(parents=True, exist_ok=True)
-        cluster = env.BenchCluster(self.name)
-        try:
-            return asyncio.run(self._run(cluster))
-        finally:
-            cluster.close()
+        return env.run_on_cluster(self.name, self.out, self._run)
 
     async def _run(self, cluster: env.BenchCluster) -> dict[str, Any]:
         watch = env.JobWatch(cluster.kubeconfig, self.out / f"{self.name}-jobs.jsonl")

@@ -8,7 +8,7 @@ Lag = the independent watcher's receive time of a Job's ADDED event - the Job's 
 
 With ``priority_share`` > 0 (``--set herd_priority_share=0.1``) that share of Sundial's objects (every
 k-th one, spread over the namespaces) has ``spec.priority: 100`` and the report adds ``priority``: the
-lag summaries and the time to the last Job of the high-priority share and of the rest (DESIGN §10.1).
+lag summaries and the time to the last Job of the high-priority share and of the rest (DESIGN §4.3).
 """
 
 from __future__ import annotations
@@ -94,14 +94,7 @@ class Herd:
 
     def run(self, cluster: env.BenchCluster | None = None) -> dict[str, Any]:
         """On CLUSTER (left running), or on a fresh sandbox of its own."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        if cluster is not None:
-            return asyncio.run(self._run(cluster))
-        cluster = env.BenchCluster(self.name)
-        try:
-            return asyncio.run(self._run(cluster))
-        finally:
-            cluster.close()
+        return env.run_on_cluster(self.name, self.out, self._run, cluster)
 
     async def _run(self, cluster: env.BenchCluster) -> dict[str, Any]:
         watch = env.JobWatch(cluster.kubeconfig, self.out / f"{self.name}-jobs.jsonl")

@@ -55,12 +55,7 @@ class Scale:
         self.operator_args, self.name = operator_args, name
 
     def run(self) -> dict[str, Any]:
-        self.out.mkdir(parents=True, exist_ok=True)
-        cluster = env.BenchCluster(self.name)
-        try:
-            return asyncio.run(self._run(cluster))
-        finally:
-            cluster.close()
+        return env.run_on_cluster(self.name, self.out, self._run)
 
     async def _run(self, cluster: env.BenchCluster) -> dict[str, Any]:
         kcm = cluster.pid(env.KCM)

@@ -31,14 +31,7 @@ class Steady:
         self, contenders: tuple[str, ...] = ("sundial", "cronjob"), cluster: env.BenchCluster | None = None
     ) -> dict[str, Any]:
         """On CLUSTER (left running), or on a fresh sandbox of its own."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        if cluster is not None:
-            return asyncio.run(self._run(cluster, contenders))
-        cluster = env.BenchCluster(self.name)
-        try:
-            return asyncio.run(self._run(cluster, contenders))
-        finally:
-            cluster.close()
+        return env.run_on_cluster(self.name, self.out, lambda c: self._run(c, contenders), cluster)
 
     async def _run(self, cluster: env.BenchCluster, contenders: tuple[str, ...]) -> dict[str, Any]:
         watch = env.JobWatch(cluster.kubeconfig, self.out / f"{self.name}-jobs.jsonl")

@@ -1,4 +1,4 @@
-"""Backfill and buffered overlap end to end (DESIGN §10.2, issue 16): one operator, one namespace per test.
+"""Backfill and buffered overlap end to end (DESIGN §4.1, §4.2, issue 16): one operator, one namespace per test.
 
 The backfill goes through the installed ``kubectl-sundial`` (as a user would run it); Jobs "run" for the
 sandbox's duration annotation. Every wait polls with a deadline.
@@ -19,7 +19,9 @@ from sundial.model import names
 from sundial.planner import manifests
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.namespaces import ModuleNamespaces
+    from tests.e2e.harness.operators import Operator, OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 

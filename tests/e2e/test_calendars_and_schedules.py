@@ -1,4 +1,4 @@
-"""Exclusion calendars and schedules lists end to end (DESIGN §10.1, issue 16): one operator, a namespace per test.
+"""Exclusion calendars and schedules lists end to end (DESIGN §3.1, §3.2, issue 16): one operator, a namespace per test.
 
 Per-second schedules keep the test short; every wait polls with a deadline.
 """
@@ -13,7 +13,9 @@ import pytest
 from sundial.model import names
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.namespaces import ModuleNamespaces
+    from tests.e2e.harness.operators import Operator, OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

@@ -17,7 +17,7 @@ import pytest
 from sundial_sandbox import install_crds
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster
+    from tests.e2e.harness.cluster import Cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

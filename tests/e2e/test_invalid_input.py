@@ -32,7 +32,8 @@ import yaml
 from sundial_sandbox import install_crds
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import AdmissionWebhook, Cluster
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.webhooks import AdmissionWebhook
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -17,7 +17,8 @@ import pytest
 from sundial.model import names
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster, OperatorLauncher
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.operators import OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 

@@ -12,7 +12,8 @@ import pytest
 from sundial.model import names
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster, Operator, OperatorLauncher
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.operators import Operator, OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

@@ -18,7 +18,9 @@ from sundial import schedule
 from sundial.model import names
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster, ModuleNamespaces, Operator, OperatorLauncher
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.namespaces import ModuleNamespaces
+    from tests.e2e.harness.operators import Operator, OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

@@ -32,7 +32,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from sundial.model import names
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import AdmissionWebhookLauncher, Cluster, Operator
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.operators import Operator
+    from tests.e2e.harness.webhooks import AdmissionWebhookLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(540)]
 

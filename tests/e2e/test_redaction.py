@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster, OperatorLauncher
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.operators import OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

@@ -32,7 +32,8 @@ from sundial.model import names
 from sundial.runtime.fencing import shard_of
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster, Operator, OperatorLauncher
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.operators import Operator, OperatorLauncher
 
 OBJECTS = int(os.environ.get("SUNDIAL_E2E_SHARDING_OBJECTS", "600"))
 SHARDS = 12

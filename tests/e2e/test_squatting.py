@@ -1,4 +1,4 @@
-"""Squatting and deletes on the real API server (issue 14 item 4, DESIGN §10.3).
+"""Squatting and deletes on the real API server (issue 14 item 4, DESIGN §7.3).
 
 * A Job that another user created at a run's deterministic name (not controlled by the ScheduledJob) is
   left alone: the attempt ends as ``UnexpectedJob`` (Warning Event) and the run succeeds under the next
@@ -18,7 +18,8 @@ from sundial.model import names
 from sundial.planner import manifests
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster, OperatorLauncher
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.operators import OperatorLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

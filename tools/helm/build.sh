@@ -18,48 +18,12 @@ HELM_PACKAGE=helm.sh/helm/v3/cmd/helm
 # Bump when this script changes in a way that must invalidate a cached binary.
 BUILD_RECIPE=2
 
-log() { printf '[helm] %s\n' "$*" >&2; }
-die() { printf '[helm] ERROR: %s\n' "$*" >&2; exit 1; }
+GOBUILD_NAME=helm
+GOBUILD_VERSION=$HELM_VERSION
+# shellcheck source=../lib/gobuild.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/gobuild.sh"
+gobuild_begin
 
-cache_root="${SUNDIAL_CACHE_DIR:-${HOME:?HOME is not set}/.cache/sundial}"
-out_dir="$cache_root/helm/$HELM_VERSION"
-helm_bin="$out_dir/helm"
-stamp="$out_dir/build-info.env"
-
-cached() { [[ -x "$helm_bin" ]] && grep -qx "BUILD_RECIPE=$BUILD_RECIPE" "$stamp" 2>/dev/null; }
-
-if cached; then
-  log "cached: $helm_bin"
-  printf '%s\n' "$helm_bin"
-  exit 0
-fi
-
-GO="${GO:-$(command -v go || true)}"
-if [[ -z "$GO" && -x /usr/local/go/bin/go ]]; then GO=/usr/local/go/bin/go; fi
-[[ -n "$GO" && -x "$GO" ]] || die "no 'go' found: install Go and put it on PATH, or set GO=/path/to/go."
-
-export GOMODCACHE="$cache_root/controlplane/go/mod"
-export GOCACHE="$cache_root/controlplane/go/build"
-export GOTOOLCHAIN=local
-export GOWORK=off
-export CGO_ENABLED=0
-export GOBIN="$out_dir/.gobin"
-nproc_="$(nproc 2>/dev/null || echo 2)"
-jobs="${BUILD_PARALLELISM:-$(( nproc_ > 4 ? 4 : nproc_ ))}"
-
-mkdir -p "$out_dir" "$GOMODCACHE" "$GOCACHE"
-exec 9>"$out_dir/.lock"
-if ! flock -n 9; then
-  log "another build holds $out_dir/.lock; waiting"
-  flock 9
-fi
-if cached; then
-  log "cached: $helm_bin"
-  printf '%s\n' "$helm_bin"
-  exit 0
-fi
-
-start=$SECONDS
 # Like helm's own Makefile: the default Kubernetes version of `helm template` / `helm lint` is the minor
 # version of the k8s.io/client-go that helm is built with (without it helm assumes v1.20).
 go_mod="$("$GO" mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
@@ -71,15 +35,8 @@ ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
   ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$k8s_minor"
 done
-log "building $HELM_PACKAGE@$HELM_VERSION with $("$GO" env GOVERSION), -p $jobs"
-# `go install pkg@version` builds in module mode from the module's own go.mod and go.sum.
-"$GO" install -p "$jobs" -trimpath \
-  -ldflags "$ldflags" \
-  "$HELM_PACKAGE@$HELM_VERSION"
-mv -f "$GOBIN/helm" "$helm_bin"
-rmdir "$GOBIN" 2>/dev/null || true
-"$helm_bin" version --short >&2
+gobuild_install -ldflags "$ldflags" "$HELM_PACKAGE@$HELM_VERSION"
+"$gobuild_bin" version --short >&2
 printf 'HELM_VERSION=%s\nBUILD_RECIPE=%s\nKUBERNETES_MINOR=%s\nGO_VERSION=%s\n' \
-  "$HELM_VERSION" "$BUILD_RECIPE" "$k8s_minor" "$("$GO" env GOVERSION)" > "$stamp"
-log "built in $(( SECONDS - start ))s"
-printf '%s\n' "$helm_bin"
+  "$HELM_VERSION" "$BUILD_RECIPE" "$k8s_minor" "$("$GO" env GOVERSION)" > "$gobuild_stamp"
+gobuild_end

@@ -21,7 +21,7 @@ from .pods import podman
 from .releases import REPO, OperatorImage, Release
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster
+    from tests.e2e.harness.cluster import Cluster
 
 #: A cold build (Debian bases, wheels, podman build) takes minutes; a cached one a second.
 BUILD_TIMEOUT = 1800

@@ -29,7 +29,7 @@ except ModuleNotFoundError:
 from .pods import RBAC_KINDS, Pod, PodTemplate, ServiceAccountMount
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster
+    from tests.e2e.harness.cluster import Cluster
 
 REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "sundial"

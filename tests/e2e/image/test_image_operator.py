@@ -20,7 +20,7 @@ from .pods import podman
 from .releases import Release, spec_env
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster
+    from tests.e2e.harness.cluster import Cluster
 
     from .conftest import Releases
     from .pods import Pod

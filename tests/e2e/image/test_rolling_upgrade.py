@@ -21,7 +21,7 @@ from tests.e2e.chaos.harness import Harness, utcnow
 from .conftest import lease
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster
+    from tests.e2e.harness.cluster import Cluster
 
     from .conftest import Releases
     from .pods import Pod

@@ -35,7 +35,9 @@ import pytest
 from .users import user_kubeconfig
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import AdmissionWebhookLauncher, Cluster, OperatorLauncher
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.operators import OperatorLauncher
+    from tests.e2e.harness.webhooks import AdmissionWebhookLauncher
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

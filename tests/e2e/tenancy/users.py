@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from tests.e2e.conftest import Cluster
+    from tests.e2e.harness.cluster import Cluster
 
 _CLIENT_EXTENSIONS = """\
 basicConstraints = critical, CA:FALSE

@@ -1,5 +1,5 @@
 """``spec.schedules``, ``spec.exclude``, ``spec.calendarRefs`` and ScheduleCalendar: valid forms and errors that
-name the field, down to the list index (DESIGN §10.1)."""
+name the field, down to the list index (DESIGN §3.1, §3.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Backfill by annotation (DESIGN §10.2): each nominal time of a range runs once, as its scheduled run would."""
+"""Backfill by annotation (DESIGN §4.2): each nominal time of a range runs once, as its scheduled run would."""
 
 from __future__ import annotations
 

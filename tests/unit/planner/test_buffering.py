@@ -1,4 +1,4 @@
-"""concurrencyPolicy BufferOne and BufferAll (DESIGN §10.2): overlapping runs wait in status, then start."""
+"""concurrencyPolicy BufferOne and BufferAll (DESIGN §4.1): overlapping runs wait in status, then start."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Schedules lists, excluded times and ScheduleCalendars in the planner (DESIGN §10.1), at named instants.
+"""Schedules lists, excluded times and ScheduleCalendars in the planner (DESIGN §3.1, §3.2), at named instants.
 
 The hourly schedule ``0 * * * *`` is due at top_of_the_hour() (2026-05-11 10:00Z, a Monday); the cursor
 is an hour before it unless a case says otherwise.

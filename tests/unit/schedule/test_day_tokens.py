@@ -1,4 +1,4 @@
-"""Quartz/EventBridge day tokens (L, L-n, nW, LW, dL, d#n), ``?``, MON-SUN and TZ= prefixes (DESIGN §3, §10.1).
+"""Quartz/EventBridge day tokens (L, L-n, nW, LW, dL, d#n), ``?``, MON-SUN and TZ= prefixes (DESIGN §3).
 
 The DST tests use named instants on real change days: 2027-03-28 (the last Sunday of March) in Europe/Berlin
 skips 02:00-03:00 CET->CEST, 2027-10-31 repeats 02:00-03:00; Australia/Lord_Howe moves by 30 minutes: on
