@@ -33,10 +33,10 @@ OBJECT = {
     },
 }
 COMMANDS: dict[str, list[str]] = {
-    "sundial --help": ["-m", "sundial.cli.main", "--help"],
+    "sundial --help": ["-m", "sundial.cli.commands.main", "--help"],
     "sundial preview": [
         "-m",
-        "sundial.cli.main",
+        "sundial.cli.commands.main",
         "preview",
         "--schedule",
         "30 2 * * *",

@@ -19,7 +19,7 @@ HEAVY = ("kopf", "kubernetes_asyncio", "aiohttp", "pydantic", "prometheus_client
 
 PROBE = """
 import contextlib, io, json, sys
-from sundial.cli import {module} as cli
+import sundial.cli.{module} as cli
 with contextlib.redirect_stdout(io.StringIO()):
     try:
         cli.main({argv!r})
@@ -47,9 +47,9 @@ def imported(module: str, argv: list[str]) -> set[str]:
 @pytest.mark.parametrize(
     ("module", "argv"),
     [
-        ("main", ["--help"]),
-        ("main", ["preview", "--schedule", "30 2 * * *", "--time-zone", "Europe/Berlin"]),
-        ("main", ["preview", "--help"]),
+        ("commands.main", ["--help"]),
+        ("commands.main", ["preview", "--schedule", "30 2 * * *", "--time-zone", "Europe/Berlin"]),
+        ("commands.main", ["preview", "--help"]),
         ("plugin", ["--help"]),
         ("plugin", ["describe", "--help"]),
         ("plugin", ["completion", "bash"]),
