@@ -43,9 +43,9 @@ COMMANDS: dict[str, list[str]] = {
         "--time-zone",
         "Europe/Berlin",
     ],
-    "kubectl-sundial --help": ["-m", "sundial.cli.plugin", "--help"],
-    "kubectl-sundial preview NAME": ["-m", "sundial.cli.plugin", "preview", "nightly"],
-    "kubectl-sundial completion bash": ["-m", "sundial.cli.plugin", "completion", "bash"],
+    "kubectl-sundial --help": ["-m", "sundial.cli.kubectl.main", "--help"],
+    "kubectl-sundial preview NAME": ["-m", "sundial.cli.kubectl.main", "preview", "nightly"],
+    "kubectl-sundial completion bash": ["-m", "sundial.cli.kubectl.main", "completion", "bash"],
 }
 
 

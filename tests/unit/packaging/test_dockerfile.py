@@ -247,7 +247,7 @@ def ignore_patterns() -> list[str]:
         "tools/image/requirements.lock",
         "operator/sundial/__init__.py",
         "operator/sundial/cli/commands/main.py",
-        "operator/sundial/cli/plugin.py",
+        "operator/sundial/cli/kubectl/main.py",
     ],
 )
 def test_the_build_context_keeps_what_the_build_copies(ignore_patterns: list[str], path: str) -> None:
