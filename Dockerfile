@@ -58,7 +58,7 @@ RUN set -eu; \
         --only-binary=:all: --compile -r tools/image/requirements.lock; \
     /build/bin/pip --python /opt/sundial/bin/python install --quiet --no-index --no-deps --compile \
         /dist/sundial-*.whl; \
-    /opt/sundial/bin/python -c 'import sundial.cli.main, uvloop, orjson, pydantic_core'; \
+    /opt/sundial/bin/python -c 'import sundial.cli.commands.main, uvloop, orjson, pydantic_core'; \
     ! /opt/sundial/bin/python -c 'import sundial.sandbox' 2>/dev/null
 
 # ---------------------------------------------------------------------------------------------------

@@ -33,19 +33,19 @@ OBJECT = {
     },
 }
 COMMANDS: dict[str, list[str]] = {
-    "sundial --help": ["-m", "sundial.cli.main", "--help"],
+    "sundial --help": ["-m", "sundial.cli.commands.main", "--help"],
     "sundial preview": [
         "-m",
-        "sundial.cli.main",
+        "sundial.cli.commands.main",
         "preview",
         "--schedule",
         "30 2 * * *",
         "--time-zone",
         "Europe/Berlin",
     ],
-    "kubectl-sundial --help": ["-m", "sundial.cli.plugin", "--help"],
-    "kubectl-sundial preview NAME": ["-m", "sundial.cli.plugin", "preview", "nightly"],
-    "kubectl-sundial completion bash": ["-m", "sundial.cli.plugin", "completion", "bash"],
+    "kubectl-sundial --help": ["-m", "sundial.cli.kubectl.main", "--help"],
+    "kubectl-sundial preview NAME": ["-m", "sundial.cli.kubectl.main", "preview", "nightly"],
+    "kubectl-sundial completion bash": ["-m", "sundial.cli.kubectl.main", "completion", "bash"],
 }
 
 

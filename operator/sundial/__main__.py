@@ -2,6 +2,6 @@
 
 import sys
 
-from sundial.cli.main import main
+from sundial.cli.commands.main import main
 
 sys.exit(main())

@@ -38,8 +38,8 @@ SOURCE_DIR = "operator/sundial"
 #: Never in the image: the two commands that need the sandbox (a dev/test tool, its own distribution under
 #: tools/sandbox, which is not copied at all); bytecode and build leftovers.
 EXCLUDED = (
-    "operator/sundial/cli/sandbox_cmd.py",
-    "operator/sundial/cli/dev_cmd.py",
+    "operator/sundial/cli/commands/sandbox.py",
+    "operator/sundial/cli/commands/dev.py",
 )
 EXCLUDED_NAMES = ("__pycache__",)
 EXCLUDED_SUFFIXES = (".pyc", ".pyo", ".egg-info")

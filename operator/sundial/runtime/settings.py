@@ -1,5 +1,5 @@
 """Settings of ``sundial run``: small frozen groups (API, leases, events, webhook, dispatch, probes, logging)
-composed into one :class:`Settings`, built by the CLI from its arguments (``sundial.cli.run_cmd``).
+composed into one :class:`Settings`, built by the CLI from its arguments (``sundial.cli.commands.run``).
 
 Each group checks its own fields when it is made and names the CLI flag of a bad value. The only environment
 variable read (once, at startup, by the CLI) is the test-only fault-injection hook

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sundial.cli import plugin
+from sundial.cli.kubectl import main, runner
 
 NOW = datetime(2027, 3, 27, 0, 0, tzinfo=UTC)
 
@@ -70,7 +70,7 @@ class FakeKubectl:
     def run(self, *args: str, namespaced: bool = True) -> str:
         self.calls.append(args)
         if self.unreachable:
-            raise plugin.PluginError("Unable to connect to the server: dial tcp: connection refused")
+            raise runner.PluginError("Unable to connect to the server: dial tcp: connection refused")
         verb = args[0]
         if verb == "annotate":
             obj = self.objects[args[2]]
@@ -102,10 +102,10 @@ class FakeKubectl:
                 "kind": "List",
                 "items": [j for j in self.jobs if j["metadata"]["labels"][plugin_label()] == selector],
             }
-        if resource == plugin.RESOURCE:
+        if resource == runner.RESOURCE:
             if len(names) == 1:
                 if names[0] not in self.objects:
-                    raise plugin.PluginError(f'scheduledjobs.sundial.dev "{names[0]}" not found')
+                    raise runner.PluginError(f'scheduledjobs.sundial.dev "{names[0]}" not found')
                 return self.objects[names[0]]
             chosen = [self.objects[n] for n in names] if names else list(self.objects.values())
             return {"kind": "List", "items": chosen}
@@ -154,7 +154,7 @@ class FakeKubectl:
             status["backfills"] = [*status.get("backfills", []), progress]
 
     def get(self, name: str) -> dict[str, Any]:
-        body: dict[str, Any] = json.loads(self.run("get", plugin.RESOURCE, name, "-o", "json"))
+        body: dict[str, Any] = json.loads(self.run("get", runner.RESOURCE, name, "-o", "json"))
         return body
 
     def get_json(self, *args: str, namespaced: bool = True) -> dict[str, Any]:
@@ -176,11 +176,11 @@ def run(capsys: pytest.CaptureFixture[str]) -> Run:
     """Run a plugin command line against a fake kubectl; returns (exit code, stdout, stderr)."""
 
     def go(fake: FakeKubectl, *argv: str) -> tuple[int, str, str]:
-        _, rest = plugin.split_global_flags(list(argv))
-        args = plugin.build_parser().parse_args(rest)
+        _, rest = runner.split_global_flags(list(argv))
+        args = main.build_parser().parse_args(rest)
         try:
-            code = plugin.handler_of(args.handler)(args, fake, lambda: NOW)
-        except plugin.PluginError as error:
+            code = args.handler(args, fake, lambda: NOW)
+        except runner.PluginError as error:
             print(f"error: {error}", file=sys.stderr)
             code = 1
         out, err = capsys.readouterr()

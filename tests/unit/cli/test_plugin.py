@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sundial.cli import plugin, plugin_commands
+from sundial.cli.kubectl import nextruns, printers, runner
 from sundial.model import ScheduledJob, names
 
 NOW = datetime(2027, 3, 27, 0, 0, tzinfo=UTC)
@@ -34,7 +34,7 @@ def body(**spec: Any) -> dict[str, Any]:
 
 def test_next_times_follow_the_operators_dst_rules() -> None:
     obj = ScheduledJob.from_dict(body(schedule="30 2 * * *", timeZone="Europe/Berlin"))
-    times = plugin_commands.next_times(obj, after=NOW, count=3)
+    times = nextruns.next_times(obj, after=NOW, count=3)
     assert [t.isoformat() for t in times] == [
         "2027-03-27T01:30:00+00:00",
         "2027-03-28T01:00:00+00:00",
@@ -44,17 +44,17 @@ def test_next_times_follow_the_operators_dst_rules() -> None:
 
 def test_next_times_of_a_one_off_is_its_run_at_until_it_passes() -> None:
     obj = ScheduledJob.from_dict(body(runAt="2027-03-28T10:00:00Z"))
-    assert plugin_commands.next_times(obj, after=NOW, count=3) == [datetime(2027, 3, 28, 10, tzinfo=UTC)]
-    assert plugin_commands.next_times(obj, after=datetime(2027, 4, 1, tzinfo=UTC), count=3) == []
+    assert nextruns.next_times(obj, after=NOW, count=3) == [datetime(2027, 3, 28, 10, tzinfo=UTC)]
+    assert nextruns.next_times(obj, after=datetime(2027, 4, 1, tzinfo=UTC), count=3) == []
 
 
 def test_next_times_respect_end_time() -> None:
     obj = ScheduledJob.from_dict(body(schedule="0 * * * *", endTime="2027-03-27T02:00:00Z"))
-    assert len(plugin_commands.next_times(obj, after=NOW, count=10)) == 2
+    assert len(nextruns.next_times(obj, after=NOW, count=10)) == 2
 
 
 def test_describe_shows_next_runs_conditions_and_dead_letters() -> None:
-    text = plugin_commands.describe(body(schedule="30 2 * * *", timeZone="Europe/Berlin"), now=NOW, count=2)
+    text = printers.text(body(schedule="30 2 * * *", timeZone="Europe/Berlin"), now=NOW, count=2)
     assert "2027-03-27T01:30:00Z" in text
     assert "Ready=True Scheduled" in text
     assert "Dead letters: 1" in text
@@ -62,7 +62,7 @@ def test_describe_shows_next_runs_conditions_and_dead_letters() -> None:
 
 
 def test_describe_names_the_invalid_field() -> None:
-    text = plugin_commands.describe(body(schedule="61 * * * *"), now=NOW, count=2)
+    text = printers.text(body(schedule="61 * * * *"), now=NOW, count=2)
     assert "Invalid:" in text
     assert "spec.schedule" in text
 
@@ -71,21 +71,21 @@ def test_describe_names_the_invalid_field() -> None:
 
 
 def test_global_flags_are_taken_from_anywhere_on_the_line() -> None:
-    options, rest = plugin.split_global_flags(
+    options, rest = runner.split_global_flags(
         ["describe", "report", "--context", "prod", "-n", "team-a", "-o", "yaml", "--kubeconfig=/k", "--as", "me"]
     )
     assert rest == ["describe", "report", "-o", "yaml"]
     assert options.namespace == "team-a"
-    assert plugin.Kubectl(options).base == ["kubectl", "--context=prod", "--kubeconfig=/k", "--as=me"]
+    assert runner.Kubectl(options).base == ["kubectl", "--context=prod", "--kubeconfig=/k", "--as=me"]
 
 
 def test_global_flags_in_short_joined_and_repeated_forms_and_up_to_a_double_dash() -> None:
-    options, rest = plugin.split_global_flags(["-nteam-b", "get", "--as-group", "a", "--as-group=b", "--", "-n", "x"])
+    options, rest = runner.split_global_flags(["-nteam-b", "get", "--as-group", "a", "--as-group=b", "--", "-n", "x"])
     assert options.namespace == "team-b"
-    assert plugin.Kubectl(options).base == ["kubectl", "--as-group=a", "--as-group=b"]
+    assert runner.Kubectl(options).base == ["kubectl", "--as-group=a", "--as-group=b"]
     assert rest == ["get", "--", "-n", "x"]
-    with pytest.raises(plugin.PluginError, match="--context"):
-        plugin.split_global_flags(["get", "--context"])
+    with pytest.raises(runner.PluginError, match="--context"):
+        runner.split_global_flags(["get", "--context"])
 
 
 def test_the_namespace_goes_to_namespaced_calls_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,8 +94,8 @@ def test_the_namespace_goes_to_namespaced_calls_only(monkeypatch: pytest.MonkeyP
     class Done:
         returncode, stdout, stderr = 0, "{}", ""
 
-    monkeypatch.setattr(plugin.subprocess, "run", lambda command, **_: seen.append(command) or Done())
-    kubectl = plugin.Kubectl(plugin.split_global_flags(["-n", "ns", "--context", "c"])[0])
+    monkeypatch.setattr(runner.subprocess, "run", lambda command, **_: seen.append(command) or Done())
+    kubectl = runner.Kubectl(runner.split_global_flags(["-n", "ns", "--context", "c"])[0])
     kubectl.run("get", "x")
     kubectl.run("get", "crd", namespaced=False)
     assert seen == [["kubectl", "--context=c", "--namespace=ns", "get", "x"], ["kubectl", "--context=c", "get", "crd"]]
@@ -219,7 +219,7 @@ def test_trigger_sets_a_fresh_token_annotation(run: Run, cluster: Any) -> None:
     assert code == 0
     assert cluster.calls[0] == (
         "annotate",
-        plugin.RESOURCE,
+        runner.RESOURCE,
         "report",
         "sundial.dev/trigger=2027-03-27T00:00:00.000000Z",
         "--overwrite",
@@ -284,7 +284,7 @@ def test_redrive_reports_how_many_dead_letters_it_asked_for(run: Run, cluster: A
 def test_suspend_patches_spec_and_warns_about_gitops(run: Run, cluster: Any) -> None:
     code, out, err = run(cluster, "suspend", "report")
     assert code == 0
-    assert cluster.calls[0][:3] == ("patch", plugin.RESOURCE, "report")
+    assert cluster.calls[0][:3] == ("patch", runner.RESOURCE, "report")
     assert cluster.objects["report"]["spec"]["suspend"] is True
     assert "GitOps" in err and out == "scheduledjob/report suspended\n"
     assert run(cluster, "resume", "report", "-o", "name")[1] == "scheduledjob.sundial.dev/report\n"

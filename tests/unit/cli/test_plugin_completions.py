@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from sundial.cli import plugin, plugin_completions
+from sundial.cli.kubectl import completion, main, runner
 
 
 def complete(fake: Any, *words: str) -> list[str]:
-    found = plugin_completions.candidates(list(words), parser=plugin.build_parser(), kubectl_for=lambda _: fake)
+    found = completion.candidates(list(words), parser=main.build_parser(), kubectl_for=lambda _: fake)
     return [c for c in found if c.startswith(words[-1])]
 
 
@@ -57,7 +57,7 @@ def test_namespace_values_come_from_kubectl_with_the_flags_on_the_line() -> None
     asked: list[tuple[Any, tuple[str, ...]]] = []
 
     class Namespaces:
-        def __init__(self, options: plugin.GlobalOptions) -> None:
+        def __init__(self, options: runner.GlobalOptions) -> None:
             self.options = options
 
         def run(self, *args: str, namespaced: bool = True) -> str:
@@ -65,27 +65,27 @@ def test_namespace_values_come_from_kubectl_with_the_flags_on_the_line() -> None
             return "default team-a"
 
     words = ["--context", "prod", "get", "-n", "team"]
-    found = plugin_completions.candidates(words, parser=plugin.build_parser(), kubectl_for=Namespaces)  # type: ignore[arg-type]
+    found = completion.candidates(words, parser=main.build_parser(), kubectl_for=Namespaces)  # type: ignore[arg-type]
     assert [c for c in found if c.startswith("team")] == ["team-a"]
     assert asked == [("prod", ("get", "namespaces", "-o", "jsonpath={.items[*].metadata.name}"))]
 
 
 def test_complete_prints_cobra_directive(cluster: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    assert plugin_completions.complete(["tri"], parser=plugin.build_parser(), kubectl_for=lambda _: cluster) == 0
+    assert completion.complete(["tri"], parser=main.build_parser(), kubectl_for=lambda _: cluster) == 0
     assert capsys.readouterr().out == "trigger\n:4\n"
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_scripts_call_the_engine(shell: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert plugin.main(["completion", shell]) == 0
+    assert main.main(["completion", shell]) == 0
     script = capsys.readouterr().out
     assert "kubectl-sundial __complete" in script
     assert "kubectl-sundial" in script.splitlines()[-1]
 
 
 def _parsers() -> list[argparse.ArgumentParser]:
-    parser = plugin.build_parser()
-    return [parser, *plugin_completions._subcommands(parser).values()]
+    parser = main.build_parser()
+    return [parser, *completion._subcommands(parser).values()]
 
 
 @pytest.mark.parametrize("parser", _parsers(), ids=lambda p: p.prog)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sundial.cli import preview
+from sundial.cli.commands import preview
 
 FROZEN_NOW = datetime(2027, 3, 27, 0, 0, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sundial.cli import run_cmd
+from sundial.cli.commands import run as run_cmd
 from sundial.runtime import settings as groups
 from sundial.runtime.settings import Settings
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sundial.cli import main
+from sundial.cli.commands import main
 
 COMMANDS = [["dev"], ["sandbox", "start"], ["sandbox", "stop"]]
 

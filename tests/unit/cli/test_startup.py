@@ -19,7 +19,7 @@ HEAVY = ("kopf", "kubernetes_asyncio", "aiohttp", "pydantic", "prometheus_client
 
 PROBE = """
 import contextlib, io, json, sys
-from sundial.cli import {module} as cli
+import sundial.cli.{module} as cli
 with contextlib.redirect_stdout(io.StringIO()):
     try:
         cli.main({argv!r})
@@ -47,14 +47,14 @@ def imported(module: str, argv: list[str]) -> set[str]:
 @pytest.mark.parametrize(
     ("module", "argv"),
     [
-        ("main", ["--help"]),
-        ("main", ["preview", "--schedule", "30 2 * * *", "--time-zone", "Europe/Berlin"]),
-        ("main", ["preview", "--help"]),
-        ("plugin", ["--help"]),
-        ("plugin", ["describe", "--help"]),
-        ("plugin", ["completion", "bash"]),
-        ("plugin", ["__complete", "desc"]),
-        ("plugin", ["version", "--client"]),
+        ("commands.main", ["--help"]),
+        ("commands.main", ["preview", "--schedule", "30 2 * * *", "--time-zone", "Europe/Berlin"]),
+        ("commands.main", ["preview", "--help"]),
+        ("kubectl.main", ["--help"]),
+        ("kubectl.main", ["describe", "--help"]),
+        ("kubectl.main", ["completion", "bash"]),
+        ("kubectl.main", ["__complete", "desc"]),
+        ("kubectl.main", ["version", "--client"]),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else value,
 )

@@ -140,13 +140,13 @@ def assert_operator_container(deployment: Manifest, *, metrics_port: int = 8080,
 def run_parser_accepts(args: list[str]) -> None:
     """The rendered flags are flags of `sundial run` (skipped while the run command does not exist)."""
     try:
-        from sundial.cli import main  # noqa: PLC0415
+        from sundial.cli.commands import main  # noqa: PLC0415
     except ImportError as error:  # pragma: no cover - depends on the installed package
         pytest.skip(f"sundial.cli is not importable: {error}")
     parser = main.build_parser()
     choices = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     if "run" not in choices:
-        pytest.skip("`sundial run` is not registered yet (sundial.cli.run_cmd missing)")
+        pytest.skip("`sundial run` is not registered yet (sundial.cli.commands.run missing)")
     expanded = [a.replace("$(POD_NAMESPACE)", "sundial-system").replace("$(POD_NAME)", "pod-0") for a in args]
     choices["run"].parse_args(expanded)
 

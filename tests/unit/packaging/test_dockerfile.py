@@ -246,8 +246,8 @@ def ignore_patterns() -> list[str]:
         "LICENSE",
         "tools/image/requirements.lock",
         "operator/sundial/__init__.py",
-        "operator/sundial/cli/main.py",
-        "operator/sundial/cli/plugin.py",
+        "operator/sundial/cli/commands/main.py",
+        "operator/sundial/cli/kubectl/main.py",
     ],
 )
 def test_the_build_context_keeps_what_the_build_copies(ignore_patterns: list[str], path: str) -> None:
@@ -267,8 +267,8 @@ def test_the_build_context_keeps_what_the_build_copies(ignore_patterns: list[str
         "operator/sundial.egg-info/PKG-INFO",
         ".mypy_cache/x",
         "tools/sandbox/sundial_sandbox/cluster.py",
-        "operator/sundial/cli/sandbox_cmd.py",
-        "operator/sundial/cli/dev_cmd.py",
+        "operator/sundial/cli/commands/sandbox.py",
+        "operator/sundial/cli/commands/dev.py",
         "tools/sandbox/sundial_sandbox/__init__.py",
         "dist/sundial-0.1.0.oci.tar",
     ],

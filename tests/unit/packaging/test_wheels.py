@@ -60,7 +60,7 @@ def test_the_sundial_wheel_has_no_sandbox_module(sundial_wheel: list[str]) -> No
 def test_the_sundial_wheel_ships_the_operator(sundial_wheel: list[str]) -> None:
     packages = {name.split("/")[0] for name in sundial_wheel if not name.split("/")[0].endswith(".dist-info")}
     assert packages == {"sundial"}
-    for module in ("sundial/cli/main.py", "sundial/cli/sandbox_cmd.py", "sundial/runtime/__init__.py"):
+    for module in ("sundial/cli/commands/main.py", "sundial/cli/commands/sandbox.py", "sundial/runtime/__init__.py"):
         assert module in sundial_wheel
     assert "sundial/py.typed" in sundial_wheel
 

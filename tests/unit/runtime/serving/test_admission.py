@@ -12,7 +12,7 @@ import kopf
 import pytest
 import yaml
 
-from sundial.cli import run_cmd
+from sundial.cli.commands import run as run_cmd
 from sundial.runtime.serving import admission
 from sundial.runtime.settings import WebhookSettings
 

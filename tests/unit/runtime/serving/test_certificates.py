@@ -387,7 +387,7 @@ def test_the_served_context_presents_the_loaded_certificate(tmp_path: Path) -> N
 def _parse(*flags: str) -> Any:
     import argparse  # noqa: PLC0415
 
-    from sundial.cli import run_cmd  # noqa: PLC0415
+    from sundial.cli.commands import run as run_cmd  # noqa: PLC0415
 
     parser = argparse.ArgumentParser()
     run_cmd.register(parser.add_subparsers())

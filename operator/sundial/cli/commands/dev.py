@@ -2,7 +2,7 @@
 
 The sandbox keeps running after the operator stops (Ctrl-C), so the next ``sundial dev`` starts in
 seconds; ``sundial sandbox stop`` ends it. The control plane is the ``sundial-sandbox`` development tool,
-imported only when the command runs (see :mod:`sundial.cli.sandbox_cmd`).
+imported only when the command runs (see :mod:`sundial.cli.commands.sandbox`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sundial.cli.sandbox_cmd import default_directory, require_sandbox
+from sundial.cli.commands.sandbox import default_directory, require_sandbox
 
 
 def repository_root() -> Path:
-    """The checkout holding ``crds/`` and ``config/samples/`` (this file lives in operator/sundial/cli/)."""
-    candidate = Path(__file__).resolve().parents[3]
+    """The checkout holding ``crds/`` and ``config/samples/`` (this file lives in operator/sundial/cli/commands/)."""
+    candidate = Path(__file__).resolve().parents[4]
     if (candidate / "crds").is_dir():
         return candidate
     return Path.cwd()

@@ -4,15 +4,26 @@ One engine answers every shell: ``kubectl-sundial __complete WORD... CURRENT`` p
 ``CURRENT``, one per line, then ``:4`` (Cobra's protocol, directive "no file completion"). kubectl 1.26
 and later run ``kubectl_complete-sundial`` with the same words for ``kubectl sundial <TAB>``; the scripts
 below call it for the ``kubectl-sundial`` command itself. ScheduledJob names, namespaces and contexts
-come from kubectl with the global flags already on the line.
+come from kubectl with the global flags already on the line. The parser to complete is given by
+:mod:`.main` (which imports this module, never the other way round).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from sundial.cli.plugin import GLOBAL_FLAGS, RESOURCE, Clock, GlobalOptions, Kubectl, PluginError, split_global_flags
+from sundial.cli.kubectl.runner import (
+    GLOBAL_FLAGS,
+    RESOURCE,
+    Clock,
+    GlobalOptions,
+    Kubectl,
+    PluginError,
+    add_command,
+    split_global_flags,
+)
 
 NO_FILE_COMPLETION = ":4"
 NAMED_COMMANDS = frozenset(
@@ -60,7 +71,12 @@ def script(shell: str) -> str:
     return SCRIPTS[shell]
 
 
-def cmd_completion(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
+def register(commands: Any) -> None:
+    sub = add_command(commands, "completion", run, "print a shell completion script")
+    sub.add_argument("shell", choices=("bash", "zsh", "fish"))
+
+
+def run(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     print(script(args.shell), end="")
     return 0
 

@@ -1,4 +1,6 @@
-"""Output formats of ``kubectl sundial`` as kubectl prints them: ``-o json|yaml|name``, tables and ages."""
+"""Output formats of ``kubectl sundial`` as kubectl prints them: the ``-o`` flag, ``-o json|yaml|name``, tables,
+ages and the one-line results of the commands that write. Imports nothing of Sundial (YAML only for ``-o yaml``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +8,10 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 SCHEDULED_JOB = "scheduledjob.sundial.dev"
 """What ``-o name`` prints before the slash for a ScheduledJob (kubectl: ``<resource>.<group>/<name>``)."""
@@ -21,6 +26,11 @@ class Output(StrEnum):
     JSON = "json"
     YAML = "yaml"
     NAME = "name"
+
+
+def flag(sub: argparse.ArgumentParser, *choices: str, default: str | None = None) -> None:
+    """Add ``-o/--output`` with these ``choices`` to a sub-command."""
+    sub.add_argument("-o", "--output", choices=choices, default=default, help="output format")
 
 
 def name_of(resource: str, body: Mapping[str, Any]) -> str:
@@ -48,6 +58,17 @@ def objects(items: Sequence[Mapping[str, Any]], output: str, *, resource: str = 
     if output == Output.NAME:
         return "\n".join(name_of(resource, item) for item in items)
     return dump(document(items), output)
+
+
+def result(output: str | None, body: Mapping[str, Any], *, resource: str, default: str) -> str:
+    """What a command that wrote ``body`` prints: the object with ``-o``, else the ``default`` line."""
+    return objects([body], output, resource=resource) if output else default
+
+
+def none_found(namespace: str | None, *, all_namespaces: bool) -> str:
+    """kubectl's message for an empty listing."""
+    where = "" if all_namespaces else f" in {namespace or 'the current'} namespace"
+    return f"No resources found{where}."
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -88,7 +88,7 @@ def _directory(args: argparse.Namespace) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``sandbox`` on its own (``python -m sundial.cli.sandbox_cmd start``)."""
+    """Run ``sandbox`` on its own (``python -m sundial.cli.commands.sandbox start``)."""
     parser = argparse.ArgumentParser(prog="sundial")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["sandbox", *(sys.argv[1:] if argv is None else argv)])

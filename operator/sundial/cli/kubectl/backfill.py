@@ -2,7 +2,8 @@
 
 The request is the ``sundial.dev/backfill`` annotation, a JSON token request in the §5 pattern; the
 operator runs every nominal time in ``[T1, T2]`` that has no run yet, with its scheduled run's Job name,
-and reports progress in ``status.backfills`` (see :mod:`sundial.planner.backfills`).
+and reports progress in ``status.backfills`` (see :mod:`sundial.planner.backfills`). The model, the planner and
+:mod:`.requests` are imported when the command runs, not at the plugin's start-up.
 """
 
 from __future__ import annotations
@@ -12,18 +13,32 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sundial.cli import plugin_outputs as outputs
-from sundial.cli.plugin import Clock, Kubectl, PluginError
-from sundial.cli.plugin_commands import annotate, request_token, wait_for
-from sundial.model import names
-from sundial.planner import backfills
-from sundial.schedule import ScheduleError, format_rfc3339, parse_rfc3339
+from sundial.cli.kubectl import outputs
+from sundial.cli.kubectl.runner import Clock, Kubectl, PluginError, add_command
 
 NOW_WORD = "now"
 
 
+def register(commands: Any) -> None:
+    sub = add_command(
+        commands,
+        "backfill",
+        run,
+        "run every nominal time in a range that has no run yet (annotation sundial.dev/backfill)",
+    )
+    sub.add_argument("name", metavar="NAME")
+    sub.add_argument("--from", dest="start", required=True, metavar="TIME", help="RFC 3339 time, or now")
+    sub.add_argument("--to", dest="end", required=True, metavar="TIME", help="RFC 3339 time, or now")
+    sub.add_argument("--max-runs", type=int, default=100, help="at most this many runs (default: 100)")
+    sub.add_argument("--wait", action="store_true", help="wait until every time of the range was handled")
+    sub.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default: 600)")
+    outputs.flag(sub, "json", "yaml", "name")
+
+
 def parse_time(text: str, *, flag: str, now: datetime) -> datetime:
     """An RFC 3339 time with an offset, or ``now``; a clear error naming the flag otherwise."""
+    from sundial.schedule import ScheduleError, parse_rfc3339  # noqa: PLC0415 - only when the command runs
+
     if text.strip().lower() == NOW_WORD:
         return now
     try:
@@ -52,7 +67,12 @@ def summary(name: str, token: str, progress: Mapping[str, Any]) -> str:
     return f"{line} ({message})" if message else line
 
 
-def cmd_backfill(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
+def run(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
+    from sundial.cli.kubectl.requests import annotate, request_token, wait_for  # noqa: PLC0415 - the model
+    from sundial.model import names  # noqa: PLC0415 - only when the command runs
+    from sundial.planner import backfills  # noqa: PLC0415 - likewise
+    from sundial.schedule import format_rfc3339  # noqa: PLC0415 - likewise
+
     moment = now()
     start = parse_time(args.start, flag="--from", now=moment)
     end = parse_time(args.end, flag="--to", now=moment)

@@ -12,11 +12,19 @@ import platform
 from typing import Any
 
 import sundial
-from sundial.cli import plugin_outputs as outputs
-from sundial.cli.plugin import RESOURCE, Clock, Kubectl, PluginError
+from sundial.cli.kubectl import outputs
+from sundial.cli.kubectl.runner import RESOURCE, Clock, Kubectl, PluginError, add_command
 
 OPERATOR_SELECTOR = "app.kubernetes.io/name=sundial"
 VERSION_LABEL = "app.kubernetes.io/version"
+
+
+def register(commands: Any) -> None:
+    sub = add_command(
+        commands, "version", run, "print the plugin's version and, if reachable, the operator's and CRD's"
+    )
+    sub.add_argument("--client", action="store_true", help="the plugin's version only")
+    outputs.flag(sub, "json", "yaml")
 
 
 def _crd(kubectl: Kubectl) -> dict[str, Any]:
@@ -87,7 +95,7 @@ def text(found: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cmd_version(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
+def run(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     found = versions(kubectl, client_only=args.client)
     print(outputs.dump(found, args.output) if args.output else text(found))
     return 0

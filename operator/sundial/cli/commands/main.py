@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 #: Sub-commands: name -> (module with ``register(subparsers)`` that sets ``func``, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("sundial.cli.run_cmd", "run the operator"),
-    "preview": ("sundial.cli.preview", "print the next run times of a schedule"),
-    "sandbox": ("sundial.cli.sandbox_cmd", "run a local Kubernetes control plane (etcd, apiserver, ..., kwok)"),
-    "dev": ("sundial.cli.dev_cmd", "sandbox cluster + CRD + samples + operator, in one command"),
+    "run": ("sundial.cli.commands.run", "run the operator"),
+    "preview": ("sundial.cli.commands.preview", "print the next run times of a schedule"),
+    "sandbox": ("sundial.cli.commands.sandbox", "run a local Kubernetes control plane (etcd, apiserver, ..., kwok)"),
+    "dev": ("sundial.cli.commands.dev", "sandbox cluster + CRD + samples + operator, in one command"),
 }
 #: The modules of :data:`COMMANDS`, in order.
 COMMAND_MODULES: tuple[str, ...] = tuple(module for module, _ in COMMANDS.values())
