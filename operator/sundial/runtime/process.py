@@ -16,7 +16,7 @@ import logging
 import signal
 import ssl
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import kopf
@@ -39,6 +39,7 @@ from sundial.runtime.watch import informers
 from sundial.runtime.watch.intake import Intake
 from sundial.runtime.watch.readiness import InitialListing
 from sundial.runtime.watch.store import Key, Store
+from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +50,6 @@ LEASE_RELEASE_GRACE = 5.0
 
 #: (shard, held): what the lease thread reports, queued on the main loop.
 LeaseChange = tuple[int, bool]
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def default_planner() -> Planner:

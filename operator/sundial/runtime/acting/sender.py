@@ -36,7 +36,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from sundial import model
@@ -45,6 +45,7 @@ from sundial.runtime.acting.series import MAX_QUEUE, MAX_SERIES, Series, SeriesB
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.serving.metrics import EventResult, FencedKind, Metrics
 from sundial.runtime.settings import EventSettings
+from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ class EventRecorder:
         metrics: Metrics,
         identity: str,
         series_interval: float,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], datetime] = utcnow,
         monotonic: Callable[[], float] = time.monotonic,
         max_queue: int = MAX_QUEUE,
         max_series: int = MAX_SERIES,

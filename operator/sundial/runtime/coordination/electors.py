@@ -20,12 +20,13 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sundial.kube import errors, results
 from sundial.kube.leases import LeaseApi, LeaseRecord
 from sundial.runtime.coordination import decisions
 from sundial.runtime.coordination.decisions import Intent, LeaseTimings, Move, Tenure
+from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +36,6 @@ class Unread:
 
 
 UNREAD = Unread()
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class LeaseElector:
@@ -53,7 +50,7 @@ class LeaseElector:
         identity: str,
         timings: LeaseTimings,
         clock: Callable[[], float] = time.monotonic,
-        wallclock: Callable[[], datetime] = _utcnow,
+        wallclock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.namespace = namespace
         self.name = name

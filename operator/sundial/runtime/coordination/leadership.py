@@ -29,13 +29,14 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sundial.kube import errors, leases
 from sundial.runtime.coordination import assignment, decisions
 from sundial.runtime.coordination.electors import UNREAD, LeaseElector, Unread
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.serving.metrics import Metrics
+from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class Sharding:
     """Returns once no write on the shard is in flight (awaited after stopping, before releasing)."""
     drain_timeout: float = 10.0
     metrics: Metrics | None = None
-    wallclock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    wallclock: Callable[[], datetime] = utcnow
 
 
 class Leadership:
