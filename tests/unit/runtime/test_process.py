@@ -101,18 +101,21 @@ async def test_the_dispatcher_runs_passes_of_the_reconciler_counted_in_flight_fo
     parts: process.Parts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shard = fencing.shard_of(UID, 3)
-    seen: list[tuple[Key, int]] = []
+    seen: list[tuple[Key, bool]] = []
 
     async def reconcile(key: Key) -> datetime | None:
-        seen.append((key, parts.in_flight.busy(shard)))
+        drained = asyncio.ensure_future(parts.in_flight.drained(shard))
+        await asyncio.sleep(0)
+        seen.append((key, drained.done()))
+        drained.cancel()
         parts.stopping.set()
         return None
 
     monkeypatch.setattr(parts.reconciler, "reconcile", reconcile)
     parts.intake.scheduled_job("ADDED", scheduled_job())
     await asyncio.wait_for(parts.dispatcher.run(parts.stopping), timeout=10)
-    assert seen == [(KEY, 1)]
-    assert parts.in_flight.busy(shard) == 0
+    assert seen == [(KEY, False)]  # in flight during the pass: the shard had not drained
+    await asyncio.wait_for(parts.in_flight.drained(shard), timeout=1)
 
 
 async def test_a_shard_this_replica_starts_holding_wakes_its_objects(parts: process.Parts) -> None:

@@ -74,9 +74,6 @@ class InFlight:
             event.set()
         return event
 
-    def busy(self, shard: int) -> int:
-        return self._counts.get(shard, 0)
-
     async def drained(self, shard: int) -> None:
         await self._event(shard).wait()
 

@@ -239,9 +239,9 @@ async def test_in_flight_counts_per_shard_and_drains() -> None:
     with flights.track(3):
         waiter = asyncio.ensure_future(flights.drained(3))
         await asyncio.sleep(0)
-        assert not waiter.done() and flights.busy(3) == 1
-    await waiter
-    assert flights.busy(3) == 0
+        assert not waiter.done()
+    await asyncio.wait_for(waiter, timeout=1)
+    await asyncio.wait_for(flights.drained(3), timeout=1)
 
 
 async def test_a_renewal_after_the_renew_deadline_is_reported_so_the_shard_is_planned_again() -> None:
