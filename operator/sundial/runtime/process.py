@@ -28,7 +28,6 @@ from sundial.runtime.acting import sender
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder
 from sundial.runtime.coordination import leasethread
-from sundial.runtime.coordination.decisions import LeaseTimings
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
@@ -233,11 +232,7 @@ def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -
         namespace=settings.leases.namespace,
         name=name,
         identity=settings.identity,
-        timings=LeaseTimings(
-            lease_duration=settings.leases.duration,
-            renew_deadline=settings.leases.renew_deadline,
-            retry_period=settings.leases.retry_period,
-        ),
+        timings=settings.leases,
     )
 
 

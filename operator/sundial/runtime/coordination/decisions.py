@@ -1,7 +1,8 @@
 """Lease decisions: what a replica does with a Lease record, as pure functions (DESIGN §7).
 
 Given the record just read, what this replica knows about the Lease (a :class:`Tenure`), its identity, the
-time on its monotonic clock, the wall-clock time to stamp on a write, and the :class:`LeaseTimings`,
+time on its monotonic clock, the wall-clock time to stamp on a write, and the timings of
+:class:`~sundial.runtime.settings.LeaseSettings` (which checks their order),
 :func:`decide` returns a :class:`Decision`: a :class:`Move` and, where the move writes, the record to write.
 :func:`settle` says what the replica knows once that write is answered. Nothing here reads a clock or calls
 the API; :class:`sundial.runtime.coordination.electors.LeaseElector` does both and applies the decisions.
@@ -9,7 +10,7 @@ the API; :class:`sundial.runtime.coordination.electors.LeaseElector` does both a
 The rules (Patroni's ``dcs/kubernetes.py`` and client-go's leader election are the models):
 
 * this replica may act only while its last successful write as the holder, timed on its monotonic clock
-  from *before* the request was sent, is younger than ``renew_deadline`` (< ``lease_duration``);
+  from *before* the request was sent, is younger than ``renew_deadline`` (< ``duration``);
 * another holder's Lease is taken over only after its record has not changed for its
   ``leaseDurationSeconds``, measured on *our* monotonic clock from when we *saw* it change — its
   ``renewTime`` (someone else's wall clock) is never trusted, so clock skew never shortens the safety gap;
@@ -27,31 +28,7 @@ from datetime import datetime
 
 from sundial.kube import results
 from sundial.kube.leases import LeaseRecord
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class LeaseTimings:
-    """How long Leases last and how often they are tried (``--lease-duration`` and friends), in seconds."""
-
-    lease_duration: float
-    """A standby waits this long after it last saw a Lease change before taking it over."""
-    renew_deadline: float
-    """The holder acts only while its last successful renewal is younger than this (< ``lease_duration``)."""
-    retry_period: float
-    """Time between two attempts to acquire or renew (< ``renew_deadline``)."""
-
-    def __post_init__(self) -> None:
-        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
-            raise ValueError(
-                "need 0 < retry_period < renew_deadline < lease_duration, got "
-                f"retry_period={self.retry_period}, renew_deadline={self.renew_deadline}, "
-                f"lease_duration={self.lease_duration}"
-            )
-
-    @property
-    def duration_seconds(self) -> int:
-        """``leaseDurationSeconds`` written by this replica (a whole number, at least 1)."""
-        return max(1, round(self.lease_duration))
+from sundial.runtime.settings import LeaseSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +96,7 @@ class Decision:
     """Monotonic time of the decision, taken before the request is sent."""
 
 
-def acting(tenure: Tenure, *, now: float, timings: LeaseTimings) -> bool:
+def acting(tenure: Tenure, *, now: float, timings: LeaseSettings) -> bool:
     """True while our last successful write as the holder is younger than the renew deadline."""
     return tenure.renewed_at is not None and now - tenure.renewed_at < timings.renew_deadline
 
@@ -147,7 +124,7 @@ def decide(
     identity: str,
     now: float,
     wall: datetime,
-    timings: LeaseTimings,
+    timings: LeaseSettings,
 ) -> Decision:
     """What to do with ``current``, the Lease as just read (None: there is none; for :attr:`Intent.LET_GO`
     the record we last wrote, then, after a 409, the record re-read).
@@ -197,7 +174,7 @@ def settle(
     answer: LeaseRecord | results.Conflict,
     *,
     now: float,
-    timings: LeaseTimings,
+    timings: LeaseSettings,
 ) -> Tenure:
     """What the replica knows once the write of ``decision`` is answered at monotonic time ``now``.
 

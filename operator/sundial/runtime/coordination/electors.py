@@ -25,7 +25,8 @@ from datetime import datetime
 from sundial.kube import errors, results
 from sundial.kube.leases import LeaseApi, LeaseRecord
 from sundial.runtime.coordination import decisions
-from sundial.runtime.coordination.decisions import Intent, LeaseTimings, Move, Tenure
+from sundial.runtime.coordination.decisions import Intent, Move, Tenure
+from sundial.runtime.settings import LeaseSettings
 from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class LeaseElector:
         namespace: str,
         name: str,
         identity: str,
-        timings: LeaseTimings,
+        timings: LeaseSettings,
         clock: Callable[[], float] = time.monotonic,
         wallclock: Callable[[], datetime] = utcnow,
     ) -> None:

@@ -9,15 +9,15 @@ from datetime import UTC, datetime, timedelta
 
 from sundial.kube import results
 from sundial.kube.leases import LeaseRecord
-from sundial.runtime.coordination.decisions import LeaseTimings
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.serving.metrics import Metrics
+from sundial.runtime.settings import LeaseSettings
 
 SHARDS = 12
 DURATION, DEADLINE, RETRY = 6.0, 4.0, 1.0
 EPOCH = datetime(2026, 3, 1, tzinfo=UTC)
-TIMINGS = LeaseTimings(lease_duration=DURATION, renew_deadline=DEADLINE, retry_period=RETRY)
+TIMINGS = LeaseSettings(duration=DURATION, renew_deadline=DEADLINE, retry_period=RETRY)
 
 
 class Clock:
