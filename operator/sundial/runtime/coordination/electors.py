@@ -14,8 +14,6 @@ assignment, so another thread reading :attr:`~LeaseElector.holding` always sees 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
@@ -61,10 +59,6 @@ class LeaseElector:
         self._clock = clock
         self._wall = wallclock
         self._tenure = Tenure()
-
-    @property
-    def retry_period(self) -> float:
-        return self.timings.retry_period
 
     @property
     def tenure(self) -> Tenure:
@@ -179,17 +173,3 @@ class LeaseElector:
         answer = await self._api.replace(namespace=self.namespace, name=self.name, record=decision.write)
         self._settle(decision, answer)
         return not isinstance(answer, results.Conflict)
-
-    async def run(self, stopping: asyncio.Event, on_change: Callable[[bool], None]) -> None:
-        """Tick every ``retry_period`` until ``stopping`` is set; report holding changes."""
-        was = False
-        while not stopping.is_set():
-            now_holding = await self.tick()
-            if now_holding != was:
-                on_change(now_holding)
-                was = now_holding
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stopping.wait(), timeout=self.retry_period)
-            if was and not self.holding:
-                on_change(False)
-                was = False
