@@ -9,7 +9,7 @@ The one default clock of the layers above, :func:`utcnow`, lives here too (nothi
 """
 
 from sundial.schedule.backoff import backoff_delay
-from sundial.schedule.catchup import CatchUp, plan_catch_up
+from sundial.schedule.catchup import CatchUpOutcome, plan_catch_up
 from sundial.schedule.clock import utcnow
 from sundial.schedule.cron import CronExpression, parse_cron
 from sundial.schedule.durations import format_duration, parse_duration
@@ -24,7 +24,7 @@ from sundial.schedule.zones import load_zone, require_utc
 
 __all__ = [
     "TICK",
-    "CatchUp",
+    "CatchUpOutcome",
     "CatchUpPolicy",
     "CronExpression",
     "Exclusion",

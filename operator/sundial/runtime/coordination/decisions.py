@@ -3,7 +3,7 @@
 Given the record just read, what this replica knows about the Lease (a :class:`Tenure`), its identity, the
 time on its monotonic clock, the wall-clock time to stamp on a write, and the timings of
 :class:`~sundial.runtime.settings.LeaseSettings` (which checks their order),
-:func:`decide` returns a :class:`Decision`: a :class:`Move` and, where the move writes, the record to write.
+:func:`decide` returns a :class:`LeaseDecision`: a :class:`Move` and, where the move writes, the record to write.
 :func:`settle` says what the replica knows once that write is answered. Nothing here reads a clock or calls
 the API; :class:`sundial.runtime.coordination.electors.LeaseElector` does both and applies the decisions.
 
@@ -83,7 +83,7 @@ class Move(enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Decision:
+class LeaseDecision:
     """One :class:`Move`, the record it writes (if any) and what the replica knows until the write is answered."""
 
     move: Move
@@ -125,7 +125,7 @@ def decide(
     now: float,
     wall: datetime,
     timings: LeaseSettings,
-) -> Decision:
+) -> LeaseDecision:
     """What to do with ``current``, the Lease as just read (None: there is none; for :attr:`Intent.LET_GO`
     the record we last wrote, then, after a 409, the record re-read).
 
@@ -141,13 +141,13 @@ def decide(
             renew_time=wall,
             transitions=0,
         )
-        return Decision(move=Move.ACQUIRE, tenure=tenure, write=fresh, create=True, at=now)
+        return LeaseDecision(move=Move.ACQUIRE, tenure=tenure, write=fresh, create=True, at=now)
     if current.holder is not None and current.holder != identity:
         tenure = observed(tenure, current, identity=identity, now=now)
         assert tenure.sighting is not None  # another holder's record is always sighted
         if now < tenure.sighting.expires:
             move = Move.GIVE_UP if acting(tenure, now=now, timings=timings) else Move.STAND_BY
-            return Decision(move=move, tenure=dataclasses.replace(tenure, renewed_at=None), at=now)
+            return LeaseDecision(move=move, tenure=dataclasses.replace(tenure, renewed_at=None), at=now)
     takeover = current.holder != identity
     wanted = dataclasses.replace(
         current,
@@ -157,20 +157,20 @@ def decide(
         acquire_time=wall if takeover else current.acquire_time,
         transitions=current.transitions + 1 if takeover else current.transitions,
     )
-    return Decision(move=Move.ACQUIRE if takeover else Move.RENEW, tenure=tenure, write=wanted, at=now)
+    return LeaseDecision(move=Move.ACQUIRE if takeover else Move.RENEW, tenure=tenure, write=wanted, at=now)
 
 
-def _let_go(current: LeaseRecord | None, *, tenure: Tenure, identity: str, now: float, wall: datetime) -> Decision:
+def _let_go(current: LeaseRecord | None, *, tenure: Tenure, identity: str, now: float, wall: datetime) -> LeaseDecision:
     stopped = dataclasses.replace(tenure, renewed_at=None)
     if current is None or current.holder != identity:
-        return Decision(move=Move.GIVE_UP, tenure=dataclasses.replace(stopped, record=None), at=now)
+        return LeaseDecision(move=Move.GIVE_UP, tenure=dataclasses.replace(stopped, record=None), at=now)
     emptied = dataclasses.replace(current, holder=None, duration_seconds=1, renew_time=wall)
-    return Decision(move=Move.RELEASE, tenure=stopped, write=emptied, at=now)
+    return LeaseDecision(move=Move.RELEASE, tenure=stopped, write=emptied, at=now)
 
 
 def settle(
     tenure: Tenure,
-    decision: Decision,
+    decision: LeaseDecision,
     answer: LeaseRecord | results.Conflict,
     *,
     now: float,

@@ -98,7 +98,7 @@ class LeaseElector:
         """Stop acting at once (:attr:`holding` becomes False); the Lease stays ours until :meth:`release`."""
         self._tenure = dataclasses.replace(self._tenure, renewed_at=None)
 
-    def _decide(self, current: LeaseRecord | None, started: float, intent: Intent) -> decisions.Decision:
+    def _decide(self, current: LeaseRecord | None, started: float, intent: Intent) -> decisions.LeaseDecision:
         decision = decisions.decide(
             current,
             tenure=self._tenure,
@@ -111,7 +111,7 @@ class LeaseElector:
         self._tenure = decision.tenure
         return decision
 
-    def _settle(self, decision: decisions.Decision, answer: LeaseRecord | results.Conflict) -> None:
+    def _settle(self, decision: decisions.LeaseDecision, answer: LeaseRecord | results.Conflict) -> None:
         self._tenure = decisions.settle(self._tenure, decision, answer, now=self._clock(), timings=self.timings)
 
     async def tick(self, *, current: LeaseRecord | Unread | None = UNREAD, started: float | None = None) -> bool:

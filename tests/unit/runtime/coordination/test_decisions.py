@@ -11,8 +11,8 @@ import pytest
 from sundial.kube import results
 from sundial.kube.leases import LeaseRecord
 from sundial.runtime.coordination.decisions import (
-    Decision,
     Intent,
+    LeaseDecision,
     Move,
     Sighting,
     Tenure,
@@ -342,7 +342,7 @@ ANSWERS = [
 
 @pytest.mark.parametrize("case", ANSWERS, ids=[case.id for case in ANSWERS])
 def test_settle(case: Answered) -> None:
-    decision = Decision(move=case.move, tenure=case.tenure, write=OURS, at=case.decided_at)
+    decision = LeaseDecision(move=case.move, tenure=case.tenure, write=OURS, at=case.decided_at)
     tenure = settle(case.tenure, decision, case.answer, now=case.now, timings=TIMINGS)
     assert tenure.record == case.record
     assert acting(tenure, now=case.now, timings=TIMINGS) is case.acting
