@@ -178,7 +178,7 @@ def _dispatcher(
         reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
         max_concurrency=settings.dispatch.max_concurrency,
         clock=utcnow,
-        on_index_size=metrics.due_index_size.set,
+        on_index_size=metrics.passes.due_index_size.set,
         priority_of=store.priority,
     )
 
@@ -273,7 +273,7 @@ async def follow_leases(parts: Parts) -> None:
     this replica starts holding (any of them may have become due while another replica held it)."""
     while True:
         shard, held = await parts.lease_changes.get()
-        parts.metrics.leases_held.set(parts.leadership.held())
+        parts.metrics.leases.held.set(parts.leadership.held())
         if held:
             for key in parts.store.scheduled_job_keys():
                 if parts.reconciler.shard_of(key) == shard:

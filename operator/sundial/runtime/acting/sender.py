@@ -97,14 +97,14 @@ class EventRecorder:
         on_fenced: Callable[[str], None] = lambda token: None,
     ) -> None:
         self._api = api
-        self._results = metrics.events
-        self._fenced = metrics.fenced_writes
+        self._results = metrics.events.results
+        self._fenced = metrics.fencing.fenced_writes
         self._on_fenced = on_fenced
         self._identity = identity
         self._interval = series_interval
         self._monotonic = monotonic
         self._book = SeriesBook(
-            results=metrics.events, clock=clock, monotonic=monotonic, max_queue=max_queue, max_series=max_series
+            results=metrics.events.results, clock=clock, monotonic=monotonic, max_queue=max_queue, max_series=max_series
         )
         self._failed_log = Throttled(logging.INFO, monotonic)
 

@@ -262,7 +262,7 @@ class Leadership:
                 ",".join(map(str, sorted(mine))) or "none",
             )
             if not self._first_step and sharding.metrics is not None:
-                sharding.metrics.shard_rebalances.inc()
+                sharding.metrics.leases.rebalances.inc()
             self._assignment = new
             self._mine = mine
         self._first_step = False
@@ -273,8 +273,8 @@ class Leadership:
             if shard not in self._mine:
                 del self._assigned_at[shard]
         if sharding.metrics is not None:
-            sharding.metrics.shards_assigned.set(len(self._mine))
-            sharding.metrics.shard_members.set(len(live))
+            sharding.metrics.leases.assigned.set(len(self._mine))
+            sharding.metrics.leases.members.set(len(live))
 
     async def _hand_off(self, shard: int) -> None:
         """Stop acting on ``shard``, let in-flight passes finish (bounded), then release its Lease."""
@@ -292,7 +292,7 @@ class Leadership:
             took = self._clock() - decided
             logger.info("shard %d handed off (%s in %.3fs)", shard, "released" if released else "left to expire", took)
             if sharding.metrics is not None:
-                sharding.metrics.shard_handoff.labels(phase="release").observe(took)
+                sharding.metrics.leases.handoff.labels(phase="release").observe(took)
         finally:
             self._handoffs.pop(shard, None)
 
@@ -320,7 +320,7 @@ class Leadership:
             if held:
                 since = self._assigned_at.pop(shard, None)
                 if since is not None and self._sharding.metrics is not None:
-                    self._sharding.metrics.shard_handoff.labels(phase="acquire").observe(max(now - since, 0.0))
+                    self._sharding.metrics.leases.handoff.labels(phase="acquire").observe(max(now - since, 0.0))
             self._on_change(shard, held)
 
     async def _collect_stale_members(self, listed: Mapping[str, leases.LeaseRecord]) -> None:

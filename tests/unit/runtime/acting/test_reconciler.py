@@ -166,7 +166,7 @@ async def test_a_write_the_fencing_policy_refuses_gives_the_shard_up_without_a_d
     assert len(planner.seen) == 1
     assert store.observed_jobs(KEY) == []
     assert not elector.holding  # coordination stopped acting on the shard until it holds the Lease again
-    fenced = rec._metrics.fenced_writes.labels(kind=FencedKind.JOB_CREATE)._value.get()
+    fenced = rec._metrics.fencing.fenced_writes.labels(kind=FencedKind.JOB_CREATE)._value.get()
     assert fenced == 1
 
 
@@ -204,7 +204,7 @@ async def test_an_unexpected_job_is_left_alone_and_ends_the_attempt_as_unexpecte
     [failed] = jobs
     assert (failed.name, failed.phase, failed.failure_reason) == ("nightly-1-1", JobPhase.FAILED, "UnexpectedJob")
     assert failed.uid == ""  # so that history never deletes the squatter
-    assert rec._metrics.unexpected_jobs._value.get() == 1
+    assert rec._metrics.fencing.unexpected_jobs._value.get() == 1
 
 
 async def test_a_delete_without_a_uid_is_never_sent() -> None:

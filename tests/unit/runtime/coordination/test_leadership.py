@@ -131,8 +131,8 @@ async def test_three_replicas_converge_to_four_shards_each_and_the_lease_holders
     for r in replicas:
         assert r.leadership.assigned == {s for s, h in api.holders().items() if h == r.identity}
         assert api.records[member_lease_name("s", r.identity)].holder == r.identity
-        assert r.metrics.shards_assigned._value.get() == 4
-        assert r.metrics.shard_members._value.get() == 3
+        assert r.metrics.leases.assigned._value.get() == 4
+        assert r.metrics.leases.members._value.get() == 3
 
 
 async def test_a_join_stops_acting_before_releasing_and_the_newcomer_takes_the_shards_at_once() -> None:
@@ -148,9 +148,9 @@ async def test_a_join_stops_acting_before_releasing_and_the_newcomer_takes_the_s
     for name, before, after in api.on_write:
         if before is not None and before.holder and after is not None and after.holder != before.holder:
             assert after.holder is None, f"{name} moved from {before.holder} to {after.holder} without a release"
-    assert a.metrics.shard_rebalances._value.get() == 2  # b joined, then c joined
-    assert a.metrics.shard_handoff.labels(phase="release")._sum.get() == 0.0  # fake clock: no time passed
-    assert c.metrics.shard_handoff.labels(phase="acquire")._sum.get() >= 0.0
+    assert a.metrics.leases.rebalances._value.get() == 2  # b joined, then c joined
+    assert a.metrics.leases.handoff.labels(phase="release")._sum.get() == 0.0  # fake clock: no time passed
+    assert c.metrics.leases.handoff.labels(phase="acquire")._sum.get() >= 0.0
 
 
 async def test_handoff_order_stop_acting_then_drain_then_release() -> None:
