@@ -44,7 +44,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "scheduledjob.json"
 NAMESPACES = 20
@@ -156,7 +156,7 @@ class Bodies:
         return (head + '"items":[' + items + "]}").encode()
 
 
-# -- the operator's parts, wired as in sundial.runtime.process ----------------------------------------------
+# -- the operator's parts, wired as in sundial.runtime.assembly --------------------------------------------
 
 
 class Elector:
@@ -225,14 +225,14 @@ class NoEvents:
 
 
 class Operator:
-    """Store, listing, dispatcher, reconciler, kopf registry/settings: as ``process.build`` makes them."""
+    """Store, listing, dispatcher, reconciler, kopf registry/settings: as ``assembly.build`` makes them."""
 
     def __init__(self, bodies: Bodies, *, max_concurrency: int) -> None:
         from sundial.kube import leases  # noqa: PLC0415
         from sundial.runtime.acting.reconciler import Reconciler  # noqa: PLC0415
-        from sundial.runtime.coordination.leadership import Leadership  # noqa: PLC0415
+        from sundial.runtime.assembly import default_planner  # noqa: PLC0415
+        from sundial.runtime.coordination.leadership import Leadership, Sharding  # noqa: PLC0415
         from sundial.runtime.dispatch.dispatcher import Dispatcher  # noqa: PLC0415
-        from sundial.runtime.process import default_planner  # noqa: PLC0415
         from sundial.runtime.serving.metrics import Metrics  # noqa: PLC0415
         from sundial.runtime.watch import informers  # noqa: PLC0415
         from sundial.runtime.watch.readiness import InitialListing  # noqa: PLC0415
@@ -244,7 +244,8 @@ class Operator:
         self.listing = InitialListing(self.store)
         self.metrics = Metrics()
         elector: Any = Elector()
-        self.leadership = Leadership([elector])
+        sharding = Sharding(api=cast(Any, None), member=elector, prefix="bench", retry_period=1.0)  # never run
+        self.leadership = Leadership([elector], sharding=sharding)
         del leases
         wiring: dict[str, Any] = {
             "store": self.store,

@@ -3,7 +3,8 @@
 The runtime is in wings, each a sub-package with a docstring saying what it owns and what it may import;
 import-linter enforces the order below (a wing imports only what is under it):
 
-* :mod:`.process` — builds the parts from the settings (``build``) and runs them until a signal (``run``);
+* :mod:`.process` — runs the parts until a signal (``run``), then shuts them down;
+* :mod:`.assembly` — builds the parts from the settings (``build``), sending nothing;
 * :mod:`.acting` | :mod:`.dispatch` | :mod:`.coordination` — one planning pass and its writes; when and in
   what order passes run; which replica may act on which shard (independent of each other);
 * :mod:`.watch` | :mod:`.serving` — what the operator knows of the cluster; metrics, probes, the admission

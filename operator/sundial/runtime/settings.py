@@ -45,7 +45,8 @@ class ApiSettings:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LeaseSettings:
-    """The shard Leases (``coordination.k8s.io/v1``): where they live, how many, and their timing."""
+    """The shard Leases (``coordination.k8s.io/v1``): where they live, how many, and their timing (the one
+    lease-timing type: :mod:`sundial.runtime.coordination` decides and elects with it too)."""
 
     namespace: str = "default"
     """Namespace of the shard Leases."""
@@ -74,6 +75,11 @@ class LeaseSettings:
     def name(self, shard: int) -> str:
         """The name of shard ``shard``'s Lease."""
         return f"{self.name_prefix}-shard-{shard}"
+
+    @property
+    def duration_seconds(self) -> int:
+        """``leaseDurationSeconds`` written by this replica (a whole number, at least 1)."""
+        return max(1, round(self.duration))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

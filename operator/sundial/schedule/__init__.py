@@ -5,10 +5,12 @@ and the one protocol over every kind of them (:class:`When`: cron, lists of cron
 excluded times (:class:`Exclusion`), catch-up planning,
 jitter, retry backoff and RFC 3339/duration formats. Imports nothing else from ``sundial`` and never
 reads the clock: ``now`` and ``after`` are always arguments, and every instant is an aware UTC datetime.
+The one default clock of the layers above, :func:`utcnow`, lives here too (nothing in this layer calls it).
 """
 
 from sundial.schedule.backoff import backoff_delay
-from sundial.schedule.catchup import CatchUp, plan_catch_up
+from sundial.schedule.catchup import CatchUpOutcome, plan_catch_up
+from sundial.schedule.clock import utcnow
 from sundial.schedule.cron import CronExpression, parse_cron
 from sundial.schedule.durations import format_duration, parse_duration
 from sundial.schedule.errors import ScheduleError
@@ -22,7 +24,7 @@ from sundial.schedule.zones import load_zone, require_utc
 
 __all__ = [
     "TICK",
-    "CatchUp",
+    "CatchUpOutcome",
     "CatchUpPolicy",
     "CronExpression",
     "Exclusion",
@@ -51,4 +53,5 @@ __all__ = [
     "plan_catch_up",
     "recurring",
     "require_utc",
+    "utcnow",
 ]

@@ -13,7 +13,7 @@ from sundial.schedule.zones import require_utc
 
 
 @dataclass(frozen=True)
-class CatchUp:
+class CatchUpOutcome:
     """The outcome of one catch-up pass over the due nominal times."""
 
     to_run: tuple[datetime, ...]
@@ -32,7 +32,7 @@ def plan_catch_up(
     policy: CatchUpPolicy,
     max_runs: int,
     older_unlisted: bool = False,
-) -> CatchUp:
+) -> CatchUpOutcome:
     """Split ``due`` (ascending nominal times ``<= now`` not yet handled) into runs to fire and missed runs.
 
     A time with ``now - t > window`` is missed (``window=None``: unbounded). Of the rest, ``Latest``
@@ -62,4 +62,4 @@ def plan_catch_up(
     else:
         run = eligible[:max_runs]
         missed += eligible[max_runs:]
-    return CatchUp(to_run=tuple(run), missed=tuple(sorted(missed)), missed_uncounted=older_unlisted)
+    return CatchUpOutcome(to_run=tuple(run), missed=tuple(sorted(missed)), missed_uncounted=older_unlisted)

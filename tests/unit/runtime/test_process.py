@@ -1,4 +1,5 @@
-"""``process.build``: the parts are made from the settings and wired to each other, without a cluster.
+"""``assembly.build``: the parts are made from the settings and wired to each other, without a cluster;
+``process.follow_leases`` applies what the lease thread reports.
 
 ``build`` only reads a kubeconfig (here: one naming an address nothing listens on) and sends nothing.
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sundial.runtime import fencing, process
+from sundial.runtime import assembly, fencing, process
 from sundial.runtime.settings import (
     ApiSettings,
     DispatchSettings,
@@ -56,8 +57,8 @@ def settings(tmp_path: Path, *, qps: float = 50.0, burst: int = 100, **groups: A
 
 
 @pytest.fixture
-async def parts(tmp_path: Path) -> AsyncIterator[process.Parts]:
-    built = await process.build(settings(tmp_path, leases=LeaseSettings(shards=3)), planner=never_plans)
+async def parts(tmp_path: Path) -> AsyncIterator[assembly.Parts]:
+    built = await assembly.build(settings(tmp_path, leases=LeaseSettings(shards=3)), planner=never_plans)
     yield built
     await built.client.close()
 
@@ -72,7 +73,7 @@ async def test_the_settings_reach_the_parts(tmp_path: Path) -> None:
         dispatch=DispatchSettings(max_concurrency=5),
         probes=ProbeSettings(health_port=18081, metrics_port=0),
     )
-    built = await process.build(chosen, planner=never_plans)
+    built = await assembly.build(chosen, planner=never_plans)
     try:
         assert built.settings is chosen
         assert built.leadership.shards == 4
@@ -88,7 +89,7 @@ async def test_the_settings_reach_the_parts(tmp_path: Path) -> None:
         await built.client.close()
 
 
-async def test_watch_events_go_into_the_store_and_wake_the_dispatcher(parts: process.Parts) -> None:
+async def test_watch_events_go_into_the_store_and_wake_the_dispatcher(parts: assembly.Parts) -> None:
     parts.intake.scheduled_job("ADDED", scheduled_job())
     assert parts.store.uid(KEY) == UID
     assert KEY in parts.dispatcher.index
@@ -98,24 +99,27 @@ async def test_watch_events_go_into_the_store_and_wake_the_dispatcher(parts: pro
 
 
 async def test_the_dispatcher_runs_passes_of_the_reconciler_counted_in_flight_for_their_shard(
-    parts: process.Parts, monkeypatch: pytest.MonkeyPatch
+    parts: assembly.Parts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shard = fencing.shard_of(UID, 3)
-    seen: list[tuple[Key, int]] = []
+    seen: list[tuple[Key, bool]] = []
 
     async def reconcile(key: Key) -> datetime | None:
-        seen.append((key, parts.in_flight.busy(shard)))
+        drained = asyncio.ensure_future(parts.in_flight.drained(shard))
+        await asyncio.sleep(0)
+        seen.append((key, drained.done()))
+        drained.cancel()
         parts.stopping.set()
         return None
 
     monkeypatch.setattr(parts.reconciler, "reconcile", reconcile)
     parts.intake.scheduled_job("ADDED", scheduled_job())
     await asyncio.wait_for(parts.dispatcher.run(parts.stopping), timeout=10)
-    assert seen == [(KEY, 1)]
-    assert parts.in_flight.busy(shard) == 0
+    assert seen == [(KEY, False)]  # in flight during the pass: the shard had not drained
+    await asyncio.wait_for(parts.in_flight.drained(shard), timeout=1)
 
 
-async def test_a_shard_this_replica_starts_holding_wakes_its_objects(parts: process.Parts) -> None:
+async def test_a_shard_this_replica_starts_holding_wakes_its_objects(parts: assembly.Parts) -> None:
     parts.intake.scheduled_job("ADDED", scheduled_job())
     parts.dispatcher.forget(KEY)
     shard = fencing.shard_of(UID, 3)
@@ -137,7 +141,7 @@ async def test_a_shard_this_replica_starts_holding_wakes_its_objects(parts: proc
         await asyncio.gather(following, return_exceptions=True)
 
 
-async def _drained(queue: asyncio.Queue[process.LeaseChange]) -> None:
+async def _drained(queue: asyncio.Queue[assembly.LeaseChange]) -> None:
     """Until the follower took everything queued and handled it (it handles an item before it takes the next)."""
     async with asyncio.timeout(10):
         while not queue.empty():

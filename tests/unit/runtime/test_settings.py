@@ -73,6 +73,8 @@ def test_every_field_has_a_docstring_right_under_it() -> None:
         (ApiSettings, {"burst": 0}, "--burst"),
         (LeaseSettings, {"retry_period": 0}, "--retry-period"),
         (LeaseSettings, {"renew_deadline": 20}, "--renew-deadline"),
+        (LeaseSettings, {"duration": 10, "renew_deadline": 10}, "--renew-deadline"),
+        (LeaseSettings, {"renew_deadline": 2, "retry_period": 2}, "--retry-period"),
         (LeaseSettings, {"shards": 0}, "--shards"),
         (EventSettings, {"qps": 0}, "--event-qps"),
         (DispatchSettings, {"max_concurrency": 0}, "--max-concurrency"),
@@ -88,3 +90,8 @@ def test_a_bad_value_is_refused_naming_its_flag(group: Any, values: dict[str, An
 
 def test_lease_names() -> None:
     assert LeaseSettings(name_prefix="sd").name(2) == "sd-shard-2"
+
+
+def test_the_written_lease_duration_is_whole_seconds_and_at_least_one() -> None:
+    assert LeaseSettings(duration=15.4, renew_deadline=10, retry_period=2).duration_seconds == 15
+    assert LeaseSettings(duration=0.3, renew_deadline=0.2, retry_period=0.1).duration_seconds == 1

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from sundial.schedule import (
-    CatchUp,
+    CatchUpOutcome,
     CatchUpPolicy,
     ScheduleError,
     backoff_delay,
@@ -111,7 +111,7 @@ class TestPlanCatchUp:
         missed: list[datetime],
     ) -> None:
         plan = plan_catch_up(due, now=NOW, window=window, policy=policy, max_runs=max_runs)
-        assert plan == CatchUp(to_run=tuple(to_run), missed=tuple(missed), missed_uncounted=False)
+        assert plan == CatchUpOutcome(to_run=tuple(to_run), missed=tuple(missed), missed_uncounted=False)
 
     def test_older_unlisted_runs_are_reported_as_uncounted(self) -> None:
         plan = plan_catch_up(

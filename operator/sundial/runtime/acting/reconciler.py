@@ -125,7 +125,7 @@ class Reconciler:
     def forget(self, key: Key) -> None:
         self._synthetic.pop(key, None)
         self._active_total -= self._active.pop(key, 0)
-        self._metrics.active_runs.set(self._active_total)
+        self._metrics.runs.active.set(self._active_total)
 
     def _observed(self, key: Key) -> list[ObservedJob]:
         seen = self._store.observed_jobs(key)
@@ -140,9 +140,9 @@ class Reconciler:
         try:
             outcome, wake_at = await self._pass(key)
         except Exception:
-            self._metrics.reconciles.labels(outcome=PassOutcome.FAILED.value).inc()
+            self._metrics.passes.reconciles.labels(outcome=PassOutcome.FAILED.value).inc()
             raise
-        self._metrics.reconciles.labels(outcome=outcome.value).inc()
+        self._metrics.passes.reconciles.labels(outcome=outcome.value).inc()
         return wake_at
 
     async def _pass(self, key: Key) -> tuple[PassOutcome, datetime | None]:
@@ -225,7 +225,7 @@ class Reconciler:
                 try:
                     return await call()
                 except errors.FencedError as error:
-                    self._metrics.fenced_writes.labels(kind=kind or FencedKind.STATUS).inc()
+                    self._metrics.fencing.fenced_writes.labels(kind=kind or FencedKind.STATUS).inc()
                     logger.warning("shard %d: the API server refused a write under a stale token: %s", shard, error)
                     self._lead.fenced(shard)
                     raise fencing.NotActingError(f"shard {shard}: fenced by the API server") from None
@@ -280,11 +280,11 @@ class Reconciler:
         match created:
             case results.Created(body=body):
                 self._store.put_job(body)
-                self._metrics.attempts.inc()
+                self._metrics.runs.attempts.inc()
                 if action.attempt == 1:
-                    self._metrics.runs_started.inc()
+                    self._metrics.runs.started.inc()
                     lag = (self._clock() - action.scheduled_time).total_seconds()
-                    self._metrics.schedule_lag.observe(max(lag, 0.0))
+                    self._metrics.runs.schedule_lag.observe(max(lag, 0.0))
                 logger.info("created Job %s/%s (attempt %d)", key[0], name, action.attempt)
             case results.Adopted(body=body):
                 self._store.put_job(body)
@@ -300,7 +300,7 @@ class Reconciler:
                     f"Job {name} exists but is not controlled by this ScheduledJob "
                     f"(controller uid {owner}); left alone, attempt {action.attempt} ends as UnexpectedJob",
                 )
-                self._metrics.unexpected_jobs.inc()
+                self._metrics.fencing.unexpected_jobs.inc()
                 self._synthetic.setdefault(key, {})[name] = jobs.failed_attempt(
                     action.manifest,
                     reason=FailureReason.UNEXPECTED_JOB,
@@ -345,7 +345,7 @@ class Reconciler:
 
     def _count(self, old: model.ScheduledJobStatus, new: model.ScheduledJobStatus) -> None:
         """Counters from the status deltas the claim just recorded."""
-        for field, counter in self._metrics.by_status_counter.items():
+        for field, counter in self._metrics.runs.by_status_counter.items():
             counter.inc(max(0, getattr(new.counters, field.value) - getattr(old.counters, field.value)))
 
     def _settle(self, key: Key, status: model.ScheduledJobStatus) -> None:
@@ -364,4 +364,4 @@ class Reconciler:
         self._active_total += count - self._active.pop(key, 0)
         if count:
             self._active[key] = count
-        self._metrics.active_runs.set(self._active_total)
+        self._metrics.runs.active.set(self._active_total)

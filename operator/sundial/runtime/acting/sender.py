@@ -37,7 +37,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from sundial import model
@@ -46,6 +46,7 @@ from sundial.runtime.acting.series import MAX_QUEUE, MAX_SERIES, Series, SeriesB
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.serving.metrics import EventResult, FencedKind, Metrics
 from sundial.runtime.settings import EventSettings
+from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -90,21 +91,21 @@ class EventRecorder:
         metrics: Metrics,
         identity: str,
         series_interval: float,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], datetime] = utcnow,
         monotonic: Callable[[], float] = time.monotonic,
         max_queue: int = MAX_QUEUE,
         max_series: int = MAX_SERIES,
         on_fenced: Callable[[str], None] = lambda token: None,
     ) -> None:
         self._api = api
-        self._results = metrics.events
-        self._fenced = metrics.fenced_writes
+        self._results = metrics.events.results
+        self._fenced = metrics.fencing.fenced_writes
         self._on_fenced = on_fenced
         self._identity = identity
         self._interval = series_interval
         self._monotonic = monotonic
         self._book = SeriesBook(
-            results=metrics.events, clock=clock, monotonic=monotonic, max_queue=max_queue, max_series=max_series
+            results=metrics.events.results, clock=clock, monotonic=monotonic, max_queue=max_queue, max_series=max_series
         )
         self._failed_log = Throttled(logging.INFO, monotonic)
 

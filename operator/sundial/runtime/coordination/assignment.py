@@ -57,11 +57,6 @@ def shards_of(assignment: Sequence[str], member: str) -> frozenset[int]:
     return frozenset(i for i, owner in enumerate(assignment) if owner == member)
 
 
-def moved(before: Sequence[str], after: Sequence[str]) -> int:
-    """How many shards change owner between two assignments of the same shard count."""
-    return sum(1 for old, new in zip(before, after, strict=True) if old != new)
-
-
 def counts(assignment: Sequence[str]) -> Mapping[str, int]:
     """Shards per member."""
     result: dict[str, int] = {}

@@ -1,15 +1,16 @@
 """Lease decisions: what a replica does with a Lease record, as pure functions (DESIGN §7).
 
 Given the record just read, what this replica knows about the Lease (a :class:`Tenure`), its identity, the
-time on its monotonic clock, the wall-clock time to stamp on a write, and the :class:`LeaseTimings`,
-:func:`decide` returns a :class:`Decision`: a :class:`Move` and, where the move writes, the record to write.
+time on its monotonic clock, the wall-clock time to stamp on a write, and the timings of
+:class:`~sundial.runtime.settings.LeaseSettings` (which checks their order),
+:func:`decide` returns a :class:`LeaseDecision`: a :class:`Move` and, where the move writes, the record to write.
 :func:`settle` says what the replica knows once that write is answered. Nothing here reads a clock or calls
 the API; :class:`sundial.runtime.coordination.electors.LeaseElector` does both and applies the decisions.
 
 The rules (Patroni's ``dcs/kubernetes.py`` and client-go's leader election are the models):
 
 * this replica may act only while its last successful write as the holder, timed on its monotonic clock
-  from *before* the request was sent, is younger than ``renew_deadline`` (< ``lease_duration``);
+  from *before* the request was sent, is younger than ``renew_deadline`` (< ``duration``);
 * another holder's Lease is taken over only after its record has not changed for its
   ``leaseDurationSeconds``, measured on *our* monotonic clock from when we *saw* it change — its
   ``renewTime`` (someone else's wall clock) is never trusted, so clock skew never shortens the safety gap;
@@ -27,31 +28,7 @@ from datetime import datetime
 
 from sundial.kube import results
 from sundial.kube.leases import LeaseRecord
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class LeaseTimings:
-    """How long Leases last and how often they are tried (``--lease-duration`` and friends), in seconds."""
-
-    lease_duration: float
-    """A standby waits this long after it last saw a Lease change before taking it over."""
-    renew_deadline: float
-    """The holder acts only while its last successful renewal is younger than this (< ``lease_duration``)."""
-    retry_period: float
-    """Time between two attempts to acquire or renew (< ``renew_deadline``)."""
-
-    def __post_init__(self) -> None:
-        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
-            raise ValueError(
-                "need 0 < retry_period < renew_deadline < lease_duration, got "
-                f"retry_period={self.retry_period}, renew_deadline={self.renew_deadline}, "
-                f"lease_duration={self.lease_duration}"
-            )
-
-    @property
-    def duration_seconds(self) -> int:
-        """``leaseDurationSeconds`` written by this replica (a whole number, at least 1)."""
-        return max(1, round(self.lease_duration))
+from sundial.runtime.settings import LeaseSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +83,7 @@ class Move(enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Decision:
+class LeaseDecision:
     """One :class:`Move`, the record it writes (if any) and what the replica knows until the write is answered."""
 
     move: Move
@@ -119,7 +96,7 @@ class Decision:
     """Monotonic time of the decision, taken before the request is sent."""
 
 
-def acting(tenure: Tenure, *, now: float, timings: LeaseTimings) -> bool:
+def acting(tenure: Tenure, *, now: float, timings: LeaseSettings) -> bool:
     """True while our last successful write as the holder is younger than the renew deadline."""
     return tenure.renewed_at is not None and now - tenure.renewed_at < timings.renew_deadline
 
@@ -147,8 +124,8 @@ def decide(
     identity: str,
     now: float,
     wall: datetime,
-    timings: LeaseTimings,
-) -> Decision:
+    timings: LeaseSettings,
+) -> LeaseDecision:
     """What to do with ``current``, the Lease as just read (None: there is none; for :attr:`Intent.LET_GO`
     the record we last wrote, then, after a 409, the record re-read).
 
@@ -164,13 +141,13 @@ def decide(
             renew_time=wall,
             transitions=0,
         )
-        return Decision(move=Move.ACQUIRE, tenure=tenure, write=fresh, create=True, at=now)
+        return LeaseDecision(move=Move.ACQUIRE, tenure=tenure, write=fresh, create=True, at=now)
     if current.holder is not None and current.holder != identity:
         tenure = observed(tenure, current, identity=identity, now=now)
         assert tenure.sighting is not None  # another holder's record is always sighted
         if now < tenure.sighting.expires:
             move = Move.GIVE_UP if acting(tenure, now=now, timings=timings) else Move.STAND_BY
-            return Decision(move=move, tenure=dataclasses.replace(tenure, renewed_at=None), at=now)
+            return LeaseDecision(move=move, tenure=dataclasses.replace(tenure, renewed_at=None), at=now)
     takeover = current.holder != identity
     wanted = dataclasses.replace(
         current,
@@ -180,24 +157,24 @@ def decide(
         acquire_time=wall if takeover else current.acquire_time,
         transitions=current.transitions + 1 if takeover else current.transitions,
     )
-    return Decision(move=Move.ACQUIRE if takeover else Move.RENEW, tenure=tenure, write=wanted, at=now)
+    return LeaseDecision(move=Move.ACQUIRE if takeover else Move.RENEW, tenure=tenure, write=wanted, at=now)
 
 
-def _let_go(current: LeaseRecord | None, *, tenure: Tenure, identity: str, now: float, wall: datetime) -> Decision:
+def _let_go(current: LeaseRecord | None, *, tenure: Tenure, identity: str, now: float, wall: datetime) -> LeaseDecision:
     stopped = dataclasses.replace(tenure, renewed_at=None)
     if current is None or current.holder != identity:
-        return Decision(move=Move.GIVE_UP, tenure=dataclasses.replace(stopped, record=None), at=now)
+        return LeaseDecision(move=Move.GIVE_UP, tenure=dataclasses.replace(stopped, record=None), at=now)
     emptied = dataclasses.replace(current, holder=None, duration_seconds=1, renew_time=wall)
-    return Decision(move=Move.RELEASE, tenure=stopped, write=emptied, at=now)
+    return LeaseDecision(move=Move.RELEASE, tenure=stopped, write=emptied, at=now)
 
 
 def settle(
     tenure: Tenure,
-    decision: Decision,
+    decision: LeaseDecision,
     answer: LeaseRecord | results.Conflict,
     *,
     now: float,
-    timings: LeaseTimings,
+    timings: LeaseSettings,
 ) -> Tenure:
     """What the replica knows once the write of ``decision`` is answered at monotonic time ``now``.
 

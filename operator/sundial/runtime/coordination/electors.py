@@ -14,18 +14,18 @@ assignment, so another thread reading :attr:`~LeaseElector.holding` always sees 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sundial.kube import errors, results
 from sundial.kube.leases import LeaseApi, LeaseRecord
 from sundial.runtime.coordination import decisions
-from sundial.runtime.coordination.decisions import Intent, LeaseTimings, Move, Tenure
+from sundial.runtime.coordination.decisions import Intent, Move, Tenure
+from sundial.runtime.settings import LeaseSettings
+from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +35,6 @@ class Unread:
 
 
 UNREAD = Unread()
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class LeaseElector:
@@ -51,9 +47,9 @@ class LeaseElector:
         namespace: str,
         name: str,
         identity: str,
-        timings: LeaseTimings,
+        timings: LeaseSettings,
         clock: Callable[[], float] = time.monotonic,
-        wallclock: Callable[[], datetime] = _utcnow,
+        wallclock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.namespace = namespace
         self.name = name
@@ -63,10 +59,6 @@ class LeaseElector:
         self._clock = clock
         self._wall = wallclock
         self._tenure = Tenure()
-
-    @property
-    def retry_period(self) -> float:
-        return self.timings.retry_period
 
     @property
     def tenure(self) -> Tenure:
@@ -106,7 +98,7 @@ class LeaseElector:
         """Stop acting at once (:attr:`holding` becomes False); the Lease stays ours until :meth:`release`."""
         self._tenure = dataclasses.replace(self._tenure, renewed_at=None)
 
-    def _decide(self, current: LeaseRecord | None, started: float, intent: Intent) -> decisions.Decision:
+    def _decide(self, current: LeaseRecord | None, started: float, intent: Intent) -> decisions.LeaseDecision:
         decision = decisions.decide(
             current,
             tenure=self._tenure,
@@ -119,7 +111,7 @@ class LeaseElector:
         self._tenure = decision.tenure
         return decision
 
-    def _settle(self, decision: decisions.Decision, answer: LeaseRecord | results.Conflict) -> None:
+    def _settle(self, decision: decisions.LeaseDecision, answer: LeaseRecord | results.Conflict) -> None:
         self._tenure = decisions.settle(self._tenure, decision, answer, now=self._clock(), timings=self.timings)
 
     async def tick(self, *, current: LeaseRecord | Unread | None = UNREAD, started: float | None = None) -> bool:
@@ -181,17 +173,3 @@ class LeaseElector:
         answer = await self._api.replace(namespace=self.namespace, name=self.name, record=decision.write)
         self._settle(decision, answer)
         return not isinstance(answer, results.Conflict)
-
-    async def run(self, stopping: asyncio.Event, on_change: Callable[[bool], None]) -> None:
-        """Tick every ``retry_period`` until ``stopping`` is set; report holding changes."""
-        was = False
-        while not stopping.is_set():
-            now_holding = await self.tick()
-            if now_holding != was:
-                on_change(now_holding)
-                was = now_holding
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stopping.wait(), timeout=self.retry_period)
-            if was and not self.holding:
-                on_change(False)
-                was = False

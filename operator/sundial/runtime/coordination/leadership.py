@@ -1,6 +1,6 @@
 """Shard Leases: "may this replica act on shard i right now?" and who should hold what (DESIGN §7, issue 8).
 
-With :class:`Sharding` configured (what ``sundial run`` does) one loop per replica, every retry period:
+One loop per replica, every retry period:
 
 1. LISTs the Lease namespace (one read gives every member and shard Lease);
 2. renews this replica's member Lease ``<prefix>-member-<hash(identity)>``;
@@ -15,8 +15,6 @@ Membership only decides who *tries*. Mutual exclusion still comes from the Lease
 renew deadline (:mod:`sundial.runtime.coordination.decisions`, applied by
 :class:`sundial.runtime.coordination.LeaseElector`), so replicas that briefly disagree about the
 member set (or a partitioned one) can delay a shard, never put two actors on it. See docs/sharding.md.
-
-Without :class:`Sharding` (unit tests of the reconciler) every elector simply tries to hold its shard.
 """
 
 from __future__ import annotations
@@ -29,13 +27,14 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sundial.kube import errors, leases
 from sundial.runtime.coordination import assignment, decisions
 from sundial.runtime.coordination.electors import UNREAD, LeaseElector, Unread
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.serving.metrics import Metrics
+from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +72,6 @@ class InFlight:
             event.set()
         return event
 
-    def busy(self, shard: int) -> int:
-        return self._counts.get(shard, 0)
-
     async def drained(self, shard: int) -> None:
         await self._event(shard).wait()
 
@@ -86,7 +82,7 @@ async def _nothing_in_flight(shard: int) -> None:
 
 @dataclasses.dataclass(kw_only=True)
 class Sharding:
-    """What the coordinated mode needs besides the shard electors."""
+    """What the shard loop needs besides the shard electors: the member Lease and the Lease namespace."""
 
     api: leases.LeaseListApi
     member: LeaseElector
@@ -98,18 +94,18 @@ class Sharding:
     """Returns once no write on the shard is in flight (awaited after stopping, before releasing)."""
     drain_timeout: float = 10.0
     metrics: Metrics | None = None
-    wallclock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    wallclock: Callable[[], datetime] = utcnow
 
 
 class Leadership:
-    """Runs the shard electors; with :class:`Sharding`, only for the shards assigned to this replica."""
+    """Runs the shard electors, for the shards assigned to this replica."""
 
     def __init__(
         self,
         electors: Sequence[LeaseElector],
         *,
+        sharding: Sharding,
         on_change: Callable[[int, bool], None] = lambda shard, held: None,
-        sharding: Sharding | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._electors = list(electors)
@@ -158,7 +154,7 @@ class Leadership:
 
     @property
     def assigned(self) -> frozenset[int]:
-        """The shards the current assignment gives this replica (coordinated mode)."""
+        """The shards the current assignment gives this replica."""
         return self._mine
 
     @property
@@ -167,31 +163,14 @@ class Leadership:
         return tuple(sorted(set(self._assignment)))
 
     async def run(self, stopping: asyncio.Event) -> None:
-        if self._sharding is None:
-            await self._run_every_shard(stopping)
-            return
         while not stopping.is_set():
             await self.step()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stopping.wait(), timeout=self._sharding.retry_period)
 
-    async def _run_every_shard(self, stopping: asyncio.Event) -> None:
-        async def keep(shard: int, elector: LeaseElector) -> None:
-            def changed(held: bool) -> None:
-                logger.info("shard %d lease %s", shard, "held" if held else "lost")
-                self._reported[shard] = held
-                self._on_change(shard, held)
-
-            await elector.run(stopping, changed)
-
-        await asyncio.gather(*(keep(i, e) for i, e in enumerate(self._electors)))
-
-    # -- coordinated mode -------------------------------------------------------------------------------
-
     async def step(self) -> None:
         """One round: list, renew membership, assign, acquire/renew/hand off, report. Never sleeps."""
         sharding = self._sharding
-        assert sharding is not None
         started = self._clock()
         member = sharding.member
         # Renewals of what this replica holds go out *with* the LIST, not after it: each carries the record
@@ -248,7 +227,6 @@ class Leadership:
 
     def _track_members(self, listed: Mapping[str, leases.LeaseRecord], started: float) -> None:
         sharding = self._sharding
-        assert sharding is not None
         prefix = f"{sharding.prefix}-member-"
         wall = sharding.wallclock()
         seen: dict[str, decisions.Sighting] = {}
@@ -273,7 +251,6 @@ class Leadership:
 
     def _reassign(self, live: tuple[str, ...], started: float) -> None:
         sharding = self._sharding
-        assert sharding is not None
         new = assignment.assign(live, self.shards)
         if new != self._assignment:
             mine = assignment.shards_of(new, sharding.member.identity)
@@ -285,7 +262,7 @@ class Leadership:
                 ",".join(map(str, sorted(mine))) or "none",
             )
             if not self._first_step and sharding.metrics is not None:
-                sharding.metrics.shard_rebalances.inc()
+                sharding.metrics.leases.rebalances.inc()
             self._assignment = new
             self._mine = mine
         self._first_step = False
@@ -296,13 +273,12 @@ class Leadership:
             if shard not in self._mine:
                 del self._assigned_at[shard]
         if sharding.metrics is not None:
-            sharding.metrics.shards_assigned.set(len(self._mine))
-            sharding.metrics.shard_members.set(len(live))
+            sharding.metrics.leases.assigned.set(len(self._mine))
+            sharding.metrics.leases.members.set(len(live))
 
     async def _hand_off(self, shard: int) -> None:
         """Stop acting on ``shard``, let in-flight passes finish (bounded), then release its Lease."""
         sharding = self._sharding
-        assert sharding is not None
         decided = self._clock()
         elector = self._electors[shard]
         elector.stop()  # from here on acting(shard) is False: no new write on this shard starts
@@ -316,7 +292,7 @@ class Leadership:
             took = self._clock() - decided
             logger.info("shard %d handed off (%s in %.3fs)", shard, "released" if released else "left to expire", took)
             if sharding.metrics is not None:
-                sharding.metrics.shard_handoff.labels(phase="release").observe(took)
+                sharding.metrics.leases.handoff.labels(phase="release").observe(took)
         finally:
             self._handoffs.pop(shard, None)
 
@@ -341,16 +317,15 @@ class Leadership:
                 continue
             self._reported[shard] = held
             logger.info("shard %d lease %s", shard, "held" if held else "lost")
-            if held and self._sharding is not None:
+            if held:
                 since = self._assigned_at.pop(shard, None)
                 if since is not None and self._sharding.metrics is not None:
-                    self._sharding.metrics.shard_handoff.labels(phase="acquire").observe(max(now - since, 0.0))
+                    self._sharding.metrics.leases.handoff.labels(phase="acquire").observe(max(now - since, 0.0))
             self._on_change(shard, held)
 
     async def _collect_stale_members(self, listed: Mapping[str, leases.LeaseRecord]) -> None:
         """Delete member Leases left by replicas long gone (identities change with every pod)."""
         sharding = self._sharding
-        assert sharding is not None
         prefix = f"{sharding.prefix}-member-"
         wall = sharding.wallclock()
         for name, record in listed.items():
@@ -373,15 +348,14 @@ class Leadership:
             elector.stop()
         self._report()
         await asyncio.gather(*(e.release() for e in self._electors), return_exceptions=True)
-        if self._sharding is not None:
-            member = self._sharding.member
-            record = member.record
-            member.stop()
-            if record is not None:
-                with contextlib.suppress(errors.KubeError, asyncio.TimeoutError):
-                    await self._sharding.api.delete(
-                        namespace=member.namespace, name=member.name, resource_version=record.resource_version
-                    )
+        member = self._sharding.member
+        record = member.record
+        member.stop()
+        if record is not None:
+            with contextlib.suppress(errors.KubeError, asyncio.TimeoutError):
+                await self._sharding.api.delete(
+                    namespace=member.namespace, name=member.name, resource_version=record.resource_version
+                )
 
 
 def _from(listed: Mapping[str, leases.LeaseRecord] | None, name: str) -> leases.LeaseRecord | Unread | None:

@@ -28,9 +28,6 @@ class DueIndex(Generic[K]):
     def __contains__(self, key: object) -> bool:
         return key in self._due
 
-    def due_at(self, key: K) -> datetime | None:
-        return self._due.get(key)
-
     def set(self, key: K, at: datetime) -> None:
         """Due at ``at`` (replacing any earlier or later due time)."""
         if self._due.get(key) == at:

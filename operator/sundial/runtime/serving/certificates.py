@@ -60,7 +60,7 @@ class Action(StrEnum):
 
 
 @dataclasses.dataclass(frozen=True)
-class Decision:
+class RotationDecision:
     action: Action
     reason: str
 
@@ -227,26 +227,26 @@ def _signed_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
     return True
 
 
-def plan(material: Material | None, *, now: datetime, names: SubjectNames) -> Decision:
+def plan(material: Material | None, *, now: datetime, names: SubjectNames) -> RotationDecision:
     """What to do with the stored MATERIAL at NOW so that the webhook serves a valid certificate for NAMES."""
     if material is None:
-        return Decision(Action.CREATE, "no certificate is stored")
+        return RotationDecision(Action.CREATE, "no certificate is stored")
     ca = material.ca
     if _public_bytes(ca.public_key()) != _public_bytes(material.ca_key.public_key()):  # type: ignore[arg-type]
-        return Decision(Action.CREATE, "ca.key does not belong to the first CA of ca.crt")
+        return RotationDecision(Action.CREATE, "ca.key does not belong to the first CA of ca.crt")
     if is_due(ca, now=now):
-        return Decision(Action.ROTATE_CA, f"the CA is due for renewal since {renewal_time(ca).isoformat()}")
+        return RotationDecision(Action.ROTATE_CA, f"the CA is due for renewal since {renewal_time(ca).isoformat()}")
     cert = material.cert
     if not _signed_by(cert, ca):
-        return Decision(Action.ISSUE, "tls.crt is not signed by the current CA")
+        return RotationDecision(Action.ISSUE, "tls.crt is not signed by the current CA")
     if _public_bytes(cert.public_key()) != _public_bytes(material.key.public_key()):  # type: ignore[arg-type]
-        return Decision(Action.ISSUE, "tls.key does not belong to tls.crt")
+        return RotationDecision(Action.ISSUE, "tls.key does not belong to tls.crt")
     have = _names_of(cert)
     if have is None or not (set(names.dns) <= set(have.dns) and set(names.ips) <= set(have.ips)):
-        return Decision(Action.ISSUE, f"tls.crt is not for {', '.join(names.dns + names.ips)}")
+        return RotationDecision(Action.ISSUE, f"tls.crt is not for {', '.join(names.dns + names.ips)}")
     if is_due(cert, now=now):
-        return Decision(Action.ISSUE, f"tls.crt is due for renewal since {renewal_time(cert).isoformat()}")
-    return Decision(Action.KEEP, f"valid until {cert.not_valid_after_utc.isoformat()}")
+        return RotationDecision(Action.ISSUE, f"tls.crt is due for renewal since {renewal_time(cert).isoformat()}")
+    return RotationDecision(Action.KEEP, f"valid until {cert.not_valid_after_utc.isoformat()}")
 
 
 def next_check(material: Material, *, now: datetime, resync: timedelta) -> datetime:
@@ -345,7 +345,7 @@ def new_serving_certificate(
 
 def renew(
     material: Material | None,
-    decision: Decision,
+    decision: RotationDecision,
     *,
     now: datetime,
     names: SubjectNames,

@@ -1,8 +1,13 @@
 """Prometheus metrics (prefix ``sundial_``), in a registry of their own; no per-object labels (those come from
-kube-state-metrics with config/kube-state-metrics)."""
+kube-state-metrics with config/kube-state-metrics).
+
+:class:`Metrics` holds them in small frozen groups, one per concern (runs, reconcile passes, shard Leases,
+fencing, Events, API requests), each made with the registry and each field documented.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 from enum import StrEnum
 
@@ -57,11 +62,215 @@ class PassOutcome(StrEnum):
     """The pass raised (an API error after the in-pass retries, or the shard was lost mid-pass)."""
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RunMetrics:
+    """Runs and their attempts (Jobs), as the reconciler creates and observes them."""
+
+    schedule_lag: Histogram
+    """``sundial_schedule_lag_seconds``: from a run's nominal time to the creation of its first Job."""
+
+    started: Counter
+    """``sundial_runs_started``: runs whose first Job was created."""
+
+    attempts: Counter
+    """``sundial_attempts``: Jobs created (all attempts)."""
+
+    active: Gauge
+    """``sundial_active_runs``: runs with an active attempt."""
+
+    by_status_counter: dict[StatusCounter, Counter]
+    """Each ``status.counters`` field and the counter of its increases (``sundial_runs_missed`` and friends)."""
+
+    @classmethod
+    def create(cls, r: CollectorRegistry) -> RunMetrics:
+        return cls(
+            schedule_lag=Histogram(
+                "sundial_schedule_lag_seconds",
+                "From a run's nominal time to the creation of its first Job.",
+                buckets=LAG_BUCKETS,
+                registry=r,
+            ),
+            started=Counter("sundial_runs_started", "Runs whose first Job was created.", registry=r),
+            attempts=Counter("sundial_attempts", "Jobs created (all attempts).", registry=r),
+            by_status_counter={
+                StatusCounter.MISSED: Counter(
+                    "sundial_runs_missed", "Runs missed (past the catch-up window).", registry=r
+                ),
+                StatusCounter.SKIPPED: Counter(
+                    "sundial_runs_skipped", "Runs skipped (concurrencyPolicy Forbid).", registry=r
+                ),
+                StatusCounter.DEAD_LETTERED: Counter("sundial_runs_dead_lettered", "Runs dead-lettered.", registry=r),
+                StatusCounter.SUCCEEDED: Counter("sundial_runs_succeeded", "Runs whose Job succeeded.", registry=r),
+                StatusCounter.FAILED: Counter(
+                    "sundial_attempts_failed",
+                    "Attempts whose Job failed or was lost (each may be retried).",
+                    registry=r,
+                ),
+                StatusCounter.RETRIED: Counter(
+                    "sundial_attempts_retried", "Retry attempts started (attempt 2 on).", registry=r
+                ),
+                StatusCounter.EXCLUDED: Counter(
+                    "sundial_runs_excluded", "Nominal times not run: excluded (spec.exclude).", registry=r
+                ),
+                StatusCounter.BUFFERED: Counter(
+                    "sundial_runs_buffered", "Runs that waited for an active run to end.", registry=r
+                ),
+            },
+            active=Gauge("sundial_active_runs", "Runs with an active attempt.", registry=r),
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PassMetrics:
+    """Reconcile passes and the dispatcher's index of pending wake-ups."""
+
+    reconciles: Counter
+    """``sundial_reconciles``: passes by ``outcome`` (:class:`PassOutcome`, every label made at start)."""
+
+    due_index_size: Gauge
+    """``sundial_due_index_size``: ScheduledJobs with a pending wake-up."""
+
+    @classmethod
+    def create(cls, r: CollectorRegistry) -> PassMetrics:
+        made = cls(
+            due_index_size=Gauge("sundial_due_index_size", "ScheduledJobs with a pending wake-up.", registry=r),
+            reconciles=Counter(
+                "sundial_reconciles", "Reconcile passes by outcome (PassOutcome).", ["outcome"], registry=r
+            ),
+        )
+        for outcome in PassOutcome:
+            made.reconciles.labels(outcome=outcome.value)
+        return made
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LeaseMetrics:
+    """The shard Leases this replica holds and the balanced assignment it sees."""
+
+    held: Gauge
+    """``sundial_leases_held``: shard Leases this replica holds."""
+
+    assigned: Gauge
+    """``sundial_shards_assigned``: shards the balanced assignment gives this replica."""
+
+    members: Gauge
+    """``sundial_shard_members``: live replicas this replica sees."""
+
+    rebalances: Counter
+    """``sundial_shard_rebalances``: changes of the shard assignment seen by this replica."""
+
+    handoff: Histogram
+    """``sundial_shard_handoff_seconds`` by ``phase`` (``release``, ``acquire``)."""
+
+    @classmethod
+    def create(cls, r: CollectorRegistry) -> LeaseMetrics:
+        return cls(
+            held=Gauge("sundial_leases_held", "Shard Leases this replica holds.", registry=r),
+            assigned=Gauge("sundial_shards_assigned", "Shards the balanced assignment gives this replica.", registry=r),
+            members=Gauge("sundial_shard_members", "Live replicas this replica sees.", registry=r),
+            rebalances=Counter(
+                "sundial_shard_rebalances", "Changes of the shard assignment seen by this replica.", registry=r
+            ),
+            handoff=Histogram(
+                "sundial_shard_handoff_seconds",
+                "Shard handoff time: phase=release from deciding to give a shard up until its Lease is released; "
+                "phase=acquire from a shard being assigned to this replica until its Lease is held.",
+                ["phase"],
+                buckets=HANDOFF_BUCKETS,
+                registry=r,
+            ),
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EventMetrics:
+    """Kubernetes Events (:mod:`sundial.runtime.acting.sender`)."""
+
+    results: Counter
+    """``sundial_events`` by ``result`` (:class:`EventResult`, every label made at start)."""
+
+    @classmethod
+    def create(cls, r: CollectorRegistry) -> EventMetrics:
+        made = cls(
+            results=Counter(
+                "sundial_events",
+                "Events by result: created and patched (API writes), aggregated (occurrences counted into an "
+                "existing series), dropped (occurrences lost to a full queue or cache), failed (API writes that "
+                "failed).",
+                ["result"],
+                registry=r,
+            )
+        )
+        for result in EventResult:
+            made.results.labels(result=result)
+        return made
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FencingMetrics:
+    """Writes the API server refused or found squatted (DESIGN §10.3)."""
+
+    unexpected_jobs: Counter
+    """``sundial_unexpected_jobs``: Job creates that found a Job not controlled by the ScheduledJob."""
+
+    fenced_writes: Counter
+    """``sundial_fenced_writes`` by ``kind`` (:class:`FencedKind`, every label made at start)."""
+
+    @classmethod
+    def create(cls, r: CollectorRegistry) -> FencingMetrics:
+        made = cls(
+            unexpected_jobs=Counter(
+                "sundial_unexpected_jobs",
+                "Job creates that found a Job not controlled by the ScheduledJob at the attempt's name (the attempt "
+                "ends as UnexpectedJob, the run continues under the next attempt's name).",
+                registry=r,
+            ),
+            fenced_writes=Counter(
+                "sundial_fenced_writes",
+                "Writes the API server's fencing policy refused (403: the token is older than the shard Lease), "
+                "by kind. Each one made this replica stop acting on the shard until it holds the Lease again.",
+                ["kind"],
+                registry=r,
+            ),
+        )
+        for kind in FencedKind:
+            made.fenced_writes.labels(kind=kind)
+        return made
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ApiMetrics:
+    """The operator's own Kubernetes API requests (every client: main loop, Events, Leases)."""
+
+    requests: Counter
+    """``sundial_api_requests`` by ``verb``, ``resource`` and ``code``."""
+
+    latency: Histogram
+    """``sundial_api_request_duration_seconds`` by ``verb`` and ``resource``."""
+
+    @classmethod
+    def create(cls, r: CollectorRegistry) -> ApiMetrics:
+        return cls(
+            requests=Counter(
+                "sundial_api_requests", "Kubernetes API requests.", ["verb", "resource", "code"], registry=r
+            ),
+            latency=Histogram(
+                "sundial_api_request_duration_seconds",
+                "Kubernetes API request latency.",
+                ["verb", "resource"],
+                buckets=API_BUCKETS,
+                registry=r,
+            ),
+        )
+
+
 class Metrics:
-    """All of the operator's metrics. Also the API request observer of :mod:`sundial.kube.requests`."""
+    """All of the operator's metrics, one group per concern. Also the API request observer of
+    :mod:`sundial.kube.requests`."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        """The registry ``/metrics`` serves."""
         r = self.registry
         self.build_info = Gauge(
             "sundial_build_info",
@@ -69,101 +278,21 @@ class Metrics:
             ["version", "python_version"],
             registry=r,
         )
+        """``sundial_build_info``: always 1, labelled with the versions."""
         self.build_info.labels(version=sundial.__version__, python_version=platform.python_version()).set(1)
-        self.schedule_lag = Histogram(
-            "sundial_schedule_lag_seconds",
-            "From a run's nominal time to the creation of its first Job.",
-            buckets=LAG_BUCKETS,
-            registry=r,
-        )
-        self.runs_started = Counter("sundial_runs_started", "Runs whose first Job was created.", registry=r)
-        self.attempts = Counter("sundial_attempts", "Jobs created (all attempts).", registry=r)
-        self.missed = Counter("sundial_runs_missed", "Runs missed (past the catch-up window).", registry=r)
-        self.skipped = Counter("sundial_runs_skipped", "Runs skipped (concurrencyPolicy Forbid).", registry=r)
-        self.dead_lettered = Counter("sundial_runs_dead_lettered", "Runs dead-lettered.", registry=r)
-        self.succeeded = Counter("sundial_runs_succeeded", "Runs whose Job succeeded.", registry=r)
-        self.attempts_failed = Counter(
-            "sundial_attempts_failed", "Attempts whose Job failed or was lost (each may be retried).", registry=r
-        )
-        self.retried = Counter("sundial_attempts_retried", "Retry attempts started (attempt 2 on).", registry=r)
-        self.excluded = Counter("sundial_runs_excluded", "Nominal times not run: excluded (spec.exclude).", registry=r)
-        self.buffered = Counter("sundial_runs_buffered", "Runs that waited for an active run to end.", registry=r)
-        #: Each ``status.counters`` field and the metric that counts its increases.
-        self.by_status_counter = self._by_status_counter()
-        self.active_runs = Gauge("sundial_active_runs", "Runs with an active attempt.", registry=r)
-        self.leases_held = Gauge("sundial_leases_held", "Shard Leases this replica holds.", registry=r)
-        self.shards_assigned = Gauge(
-            "sundial_shards_assigned", "Shards the balanced assignment gives this replica.", registry=r
-        )
-        self.shard_members = Gauge("sundial_shard_members", "Live replicas this replica sees.", registry=r)
-        self.shard_rebalances = Counter(
-            "sundial_shard_rebalances", "Changes of the shard assignment seen by this replica.", registry=r
-        )
-        self.shard_handoff = Histogram(
-            "sundial_shard_handoff_seconds",
-            "Shard handoff time: phase=release from deciding to give a shard up until its Lease is released; "
-            "phase=acquire from a shard being assigned to this replica until its Lease is held.",
-            ["phase"],
-            buckets=HANDOFF_BUCKETS,
-            registry=r,
-        )
-        self.due_index_size = Gauge("sundial_due_index_size", "ScheduledJobs with a pending wake-up.", registry=r)
-        self.reconciles = Counter(
-            "sundial_reconciles", "Reconcile passes by outcome (PassOutcome).", ["outcome"], registry=r
-        )
-        for outcome in PassOutcome:
-            self.reconciles.labels(outcome=outcome.value)
-        self.events = Counter(
-            "sundial_events",
-            "Events by result: created and patched (API writes), aggregated (occurrences counted into an "
-            "existing series), dropped (occurrences lost to a full queue or cache), failed (API writes that failed).",
-            ["result"],
-            registry=r,
-        )
-        for result in EventResult:
-            self.events.labels(result=result)
-        self._fencing(r)
-        self.api_requests = Counter(
-            "sundial_api_requests", "Kubernetes API requests.", ["verb", "resource", "code"], registry=r
-        )
-        self.api_latency = Histogram(
-            "sundial_api_request_duration_seconds",
-            "Kubernetes API request latency.",
-            ["verb", "resource"],
-            buckets=API_BUCKETS,
-            registry=r,
-        )
-
-    def _by_status_counter(self) -> dict[StatusCounter, Counter]:
-        return {
-            StatusCounter.MISSED: self.missed,
-            StatusCounter.SKIPPED: self.skipped,
-            StatusCounter.DEAD_LETTERED: self.dead_lettered,
-            StatusCounter.SUCCEEDED: self.succeeded,
-            StatusCounter.FAILED: self.attempts_failed,
-            StatusCounter.RETRIED: self.retried,
-            StatusCounter.EXCLUDED: self.excluded,
-            StatusCounter.BUFFERED: self.buffered,
-        }
+        self.runs = RunMetrics.create(r)
+        """Runs and attempts."""
+        self.leases = LeaseMetrics.create(r)
+        """Shard Leases and the assignment."""
+        self.passes = PassMetrics.create(r)
+        """Reconcile passes and the due index."""
+        self.events = EventMetrics.create(r)
+        """Kubernetes Events."""
+        self.fencing = FencingMetrics.create(r)
+        """Refused and squatted writes."""
+        self.api = ApiMetrics.create(r)
+        """API requests."""
 
     def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
-        self.api_requests.labels(verb=verb, resource=resource, code=code).inc()
-        self.api_latency.labels(verb=verb, resource=resource).observe(seconds)
-
-    def _fencing(self, r: CollectorRegistry) -> None:
-        """Counters of writes the API server refused or found squatted (DESIGN §10.3)."""
-        self.unexpected_jobs = Counter(
-            "sundial_unexpected_jobs",
-            "Job creates that found a Job not controlled by the ScheduledJob at the attempt's name (the attempt "
-            "ends as UnexpectedJob, the run continues under the next attempt's name).",
-            registry=r,
-        )
-        self.fenced_writes = Counter(
-            "sundial_fenced_writes",
-            "Writes the API server's fencing policy refused (403: the token is older than the shard Lease), by kind. "
-            "Each one made this replica stop acting on the shard until it holds the Lease again.",
-            ["kind"],
-            registry=r,
-        )
-        for kind in FencedKind:
-            self.fenced_writes.labels(kind=kind)
+        self.api.requests.labels(verb=verb, resource=resource, code=code).inc()
+        self.api.latency.labels(verb=verb, resource=resource).observe(seconds)

@@ -52,7 +52,7 @@ class MetricsTLS:
         """A certificate made now, in a private temporary directory (``/tmp`` is an emptyDir in the chart)."""
         dns = tuple(dict.fromkeys([host or socket.gethostname(), "localhost"]))
         names = certificates.SubjectNames(dns=dns, ips=("127.0.0.1",))
-        decision = certificates.Decision(certificates.Action.CREATE, "metrics served over HTTPS")
+        decision = certificates.RotationDecision(certificates.Action.CREATE, "metrics served over HTTPS")
         material = certificates.renew(None, decision, now=now, names=names, lifetimes=certificates.Lifetimes())
         directory = Path(tempfile.mkdtemp(prefix="sundial-metrics-"))
         certfile, keyfile = directory / "tls.crt", directory / "tls.key"

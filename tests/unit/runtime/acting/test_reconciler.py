@@ -18,7 +18,7 @@ from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.runtime.acting.reconciler import Reconciler
 from sundial.runtime.coordination import electors
-from sundial.runtime.coordination.leadership import Leadership
+from sundial.runtime.coordination.leadership import Leadership, Sharding
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.serving.metrics import FencedKind, Metrics, PassOutcome
 from sundial.runtime.watch.store import Store
@@ -34,6 +34,14 @@ class Elector:
 
     def stop(self) -> None:
         self.holding = False
+
+
+def one_shard(elector: Any) -> Leadership:
+    """A one-shard Leadership made as ``sundial run`` makes it (never run here: its member Lease is unused)."""
+    sharding = Sharding(
+        api=cast(Any, None), member=cast(electors.LeaseElector, Elector(holding=False)), prefix="s", retry_period=1.0
+    )
+    return Leadership([cast(electors.LeaseElector, elector)], sharding=sharding)
 
 
 def body(rv: str = "1") -> dict[str, Any]:
@@ -124,7 +132,7 @@ def reconciler(api: FakeApi, planner: FakePlanner, elector: Elector | None = Non
     async def no_sleep(_: float) -> None:
         return None
 
-    lead = Leadership([cast(electors.LeaseElector, elector or Elector())])
+    lead = one_shard(elector or Elector())
     return Reconciler(store=store, api=api, leadership=lead, planner=planner, events=FakeEvents(api),
                       metrics=Metrics(), clock=lambda: NOW, sleep=no_sleep), store  # fmt: skip
 
@@ -158,7 +166,7 @@ async def test_a_write_the_fencing_policy_refuses_gives_the_shard_up_without_a_d
     assert len(planner.seen) == 1
     assert store.observed_jobs(KEY) == []
     assert not elector.holding  # coordination stopped acting on the shard until it holds the Lease again
-    fenced = rec._metrics.fenced_writes.labels(kind=FencedKind.JOB_CREATE)._value.get()
+    fenced = rec._metrics.fencing.fenced_writes.labels(kind=FencedKind.JOB_CREATE)._value.get()
     assert fenced == 1
 
 
@@ -196,7 +204,7 @@ async def test_an_unexpected_job_is_left_alone_and_ends_the_attempt_as_unexpecte
     [failed] = jobs
     assert (failed.name, failed.phase, failed.failure_reason) == ("nightly-1-1", JobPhase.FAILED, "UnexpectedJob")
     assert failed.uid == ""  # so that history never deletes the squatter
-    assert rec._metrics.unexpected_jobs._value.get() == 1
+    assert rec._metrics.fencing.unexpected_jobs._value.get() == 1
 
 
 async def test_a_delete_without_a_uid_is_never_sent() -> None:
@@ -251,7 +259,7 @@ async def test_test_only_crash_hook_exits_after_the_nth_claim_before_its_create(
     async def no_sleep(_: float) -> None:
         return None
 
-    rec = Reconciler(store=store, api=api, leadership=Leadership([cast(electors.LeaseElector, Elector())]),
+    rec = Reconciler(store=store, api=api, leadership=one_shard(Elector()),
                      planner=planner, events=FakeEvents(api), metrics=Metrics(), clock=lambda: NOW, sleep=no_sleep,
                      crash_after_claim=2, hard_exit=hard_exit)  # fmt: skip
     await rec.reconcile(KEY)  # a claim without a create does not count

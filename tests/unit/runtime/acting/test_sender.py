@@ -209,4 +209,4 @@ async def test_events_carry_the_latest_token_and_a_refusal_by_the_fencing_policy
     await rec.step()
     assert lost == ["0-5"]
     assert counted(metrics, "dropped") == 1
-    assert metrics.fenced_writes.labels(kind="event")._value.get() == 1
+    assert metrics.fencing.fenced_writes.labels(kind="event")._value.get() == 1

@@ -17,7 +17,7 @@ from .eventfakes import INTERVAL, T0, Call, Clock, FakeApi, counted, meta, recor
 
 
 def book(clock: Clock, metrics: Metrics, **kwargs: int) -> SeriesBook:
-    return SeriesBook(results=metrics.events, clock=clock.now, monotonic=clock.monotonic, **kwargs)
+    return SeriesBook(results=metrics.events.results, clock=clock.now, monotonic=clock.monotonic, **kwargs)
 
 
 def test_the_book_counts_repeats_into_one_series_until_it_is_created() -> None:

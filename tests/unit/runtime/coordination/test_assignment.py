@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 
-from sundial.runtime.coordination.assignment import assign, counts, moved, shards_of
+from sundial.runtime.coordination.assignment import assign, counts, shards_of
+
+
+def moved(before: Sequence[str], after: Sequence[str]) -> int:
+    """How many shards change owner between two assignments of the same shard count."""
+    return sum(1 for old, new in zip(before, after, strict=True) if old != new)
 
 
 def _members(count: int) -> list[str]:

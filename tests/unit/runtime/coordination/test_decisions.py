@@ -11,9 +11,8 @@ import pytest
 from sundial.kube import results
 from sundial.kube.leases import LeaseRecord
 from sundial.runtime.coordination.decisions import (
-    Decision,
     Intent,
-    LeaseTimings,
+    LeaseDecision,
     Move,
     Sighting,
     Tenure,
@@ -22,9 +21,10 @@ from sundial.runtime.coordination.decisions import (
     observed,
     settle,
 )
+from sundial.runtime.settings import LeaseSettings
 
 ME, OTHER = "replica-a", "replica-b"
-TIMINGS = LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
+TIMINGS = LeaseSettings(duration=15, renew_deadline=10, retry_period=2)
 T = 1000.0
 """This replica's monotonic clock, now."""
 WALL = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -342,7 +342,7 @@ ANSWERS = [
 
 @pytest.mark.parametrize("case", ANSWERS, ids=[case.id for case in ANSWERS])
 def test_settle(case: Answered) -> None:
-    decision = Decision(move=case.move, tenure=case.tenure, write=OURS, at=case.decided_at)
+    decision = LeaseDecision(move=case.move, tenure=case.tenure, write=OURS, at=case.decided_at)
     tenure = settle(case.tenure, decision, case.answer, now=case.now, timings=TIMINGS)
     assert tenure.record == case.record
     assert acting(tenure, now=case.now, timings=TIMINGS) is case.acting
@@ -367,26 +367,3 @@ def test_an_unchanged_record_keeps_the_time_it_was_first_seen() -> None:
     assert observed(tenure, lease(OTHER, version="8"), identity=ME, now=T).sighting == Sighting(
         lease(OTHER, version="8"), T
     )
-
-
-@pytest.mark.parametrize(
-    ("durations", "named"),
-    [
-        ({"lease_duration": 10, "renew_deadline": 10, "retry_period": 2}, "renew_deadline=10"),
-        ({"lease_duration": 15, "renew_deadline": 2, "retry_period": 2}, "retry_period=2"),
-        ({"lease_duration": 15, "renew_deadline": 10, "retry_period": 0}, "retry_period=0"),
-    ],
-    ids=[
-        "a renew deadline not below the lease duration",
-        "a retry period not below the renew deadline",
-        "a retry period of zero",
-    ],
-)
-def test_timings_out_of_order_are_rejected_naming_the_fields(durations: dict[str, float], named: str) -> None:
-    with pytest.raises(ValueError, match=named):
-        LeaseTimings(**durations)
-
-
-def test_the_written_duration_is_whole_seconds_and_at_least_one() -> None:
-    assert LeaseTimings(lease_duration=15.4, renew_deadline=10, retry_period=2).duration_seconds == 15
-    assert LeaseTimings(lease_duration=0.3, renew_deadline=0.2, retry_period=0.1).duration_seconds == 1

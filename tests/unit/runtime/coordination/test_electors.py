@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 from sundial.kube import errors, results
 from sundial.kube.leases import LeaseRecord
-from sundial.runtime.coordination.decisions import LeaseTimings
 from sundial.runtime.coordination.electors import LeaseElector
+from sundial.runtime.settings import LeaseSettings
 
 
 class FakeLeaseApi:
@@ -49,7 +49,7 @@ class FakeLeaseApi:
         self._store(dataclasses.replace(self.record, holder=holder, renew_time=datetime.now(UTC)))
 
 
-TIMINGS = LeaseTimings(lease_duration=15, renew_deadline=10, retry_period=2)
+TIMINGS = LeaseSettings(duration=15, renew_deadline=10, retry_period=2)
 
 
 class Clock:

@@ -26,7 +26,7 @@ START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 def created_at(now: datetime, names: certificates.SubjectNames = NAMES) -> certificates.Material:
     return certificates.renew(
-        None, certificates.Decision(Action.CREATE, "test"), now=now, names=names, lifetimes=LIFETIMES
+        None, certificates.RotationDecision(Action.CREATE, "test"), now=now, names=names, lifetimes=LIFETIMES
     )
 
 
@@ -143,7 +143,7 @@ def test_a_certificate_for_other_names_is_reissued() -> None:
 def test_a_certificate_of_another_ca_is_reissued() -> None:
     mine, theirs = created_at(START), created_at(START)
     mixed = certificates.Material(cas=mine.cas, ca_key=mine.ca_key, cert=theirs.cert, key=theirs.key)
-    assert certificates.plan(mixed, now=shortly_after(START), names=NAMES) == certificates.Decision(
+    assert certificates.plan(mixed, now=shortly_after(START), names=NAMES) == certificates.RotationDecision(
         Action.ISSUE, "tls.crt is not signed by the current CA"
     )
 

@@ -20,7 +20,7 @@ NOW = datetime(2027, 3, 27, tzinfo=UTC)
 
 
 def _write_pair(directory: Path, *, host: str) -> tuple[Path, Path]:
-    decision = certificates.Decision(certificates.Action.CREATE, "test")
+    decision = certificates.RotationDecision(certificates.Action.CREATE, "test")
     names = certificates.SubjectNames(dns=(host,))
     material = certificates.renew(None, decision, now=NOW, names=names, lifetimes=certificates.Lifetimes())
     cert, key = directory / "tls.crt", directory / "tls.key"

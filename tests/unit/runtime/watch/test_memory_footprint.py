@@ -14,7 +14,7 @@ from sundial.model.enums import Trigger
 from sundial.model.status import ActiveRun, ScheduledJobStatus
 from sundial.runtime.acting.reconciler import Reconciler
 from sundial.runtime.coordination import electors
-from sundial.runtime.coordination.leadership import Leadership
+from sundial.runtime.coordination.leadership import Leadership, Sharding
 from sundial.runtime.serving import heap
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.watch import informers
@@ -72,6 +72,12 @@ async def test_without_malloc_trim_nothing_runs(monkeypatch: pytest.MonkeyPatch)
     await asyncio.wait_for(heap.trim_periodically(asyncio.Event(), interval=0.01), timeout=1)
 
 
+def one_shard(elector: Any) -> Leadership:
+    """A one-shard Leadership made as ``sundial run`` makes it (never run here: its member Lease is unused)."""
+    sharding = Sharding(api=cast(Any, None), member=cast(electors.LeaseElector, object()), prefix="s", retry_period=1.0)
+    return Leadership([cast(electors.LeaseElector, elector)], sharding=sharding)
+
+
 def test_active_runs_are_counted_without_an_entry_per_idle_object() -> None:
     class Elector:
         holding, transitions = True, 1
@@ -79,7 +85,7 @@ def test_active_runs_are_counted_without_an_entry_per_idle_object() -> None:
     now = datetime(2026, 11, 29, tzinfo=UTC)
     metrics = Metrics()
     rec = Reconciler(
-        store=Store(), api=cast(Any, None), leadership=Leadership([cast(electors.LeaseElector, Elector())]),
+        store=Store(), api=cast(Any, None), leadership=one_shard(Elector()),
         planner=cast(Any, None), events=cast(Any, None), metrics=metrics, clock=lambda: now,
     )  # fmt: skip
 

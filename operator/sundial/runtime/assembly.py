@@ -1,0 +1,265 @@
+"""Assembly of the operator process: :func:`build` makes every part from the settings, in dependency order,
+and sends nothing; :mod:`sundial.runtime.process` runs the :class:`Parts` it returns.
+
+Nothing is wired late: each part gets, when it is made, the parts it needs (the Leadership comes before the
+Event recorder, which stops a shard's acting when a write under its token is fenced). The one loop in the
+graph (a shard this replica starts holding must wake the dispatcher, whose passes need the Lease check) goes
+through :attr:`Parts.lease_changes`, a queue made before the Leases and read by
+:func:`sundial.runtime.process.follow_leases`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import ssl
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+
+from sundial.kube import connections, leases, objects, ratelimits, requests
+from sundial.model import names
+from sundial.runtime.acting import sender
+from sundial.runtime.acting.reconciler import Planner, Reconciler
+from sundial.runtime.acting.sender import EventRecorder
+from sundial.runtime.coordination import leasethread
+from sundial.runtime.coordination.electors import LeaseElector
+from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
+from sundial.runtime.dispatch.dispatcher import Dispatcher
+from sundial.runtime.serving import access, admission, certrotators, metricstls, probes
+from sundial.runtime.serving.metrics import Metrics
+from sundial.runtime.settings import Settings
+from sundial.runtime.watch import informers
+from sundial.runtime.watch.intake import Intake
+from sundial.runtime.watch.readiness import InitialListing
+from sundial.runtime.watch.store import Key, Store
+from sundial.schedule import utcnow
+
+#: (shard, held): what the lease thread reports, queued on the main loop.
+LeaseChange = tuple[int, bool]
+
+
+def default_planner() -> Planner:
+    from sundial.planner import planning  # noqa: PLC0415 - the planner is resolved when the operator starts
+
+    plan: Planner = planning.plan
+    return plan
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Parts:
+    """Everything :func:`build` made; :func:`sundial.runtime.process.run` runs it."""
+
+    settings: Settings
+    client: Any
+    """The main loop's API client (closed at the end of :func:`sundial.runtime.process.run`)."""
+    metrics: Metrics
+    api: objects.ObjectsApi
+    store: Store
+    listing: InitialListing
+    recorder: EventRecorder
+    in_flight: InFlight
+    lease_changes: asyncio.Queue[LeaseChange]
+    leadership: Leadership
+    lease_thread: leasethread.LeaseThread
+    reconciler: Reconciler
+    dispatcher: Dispatcher
+    intake: Intake
+    registry: Any
+    """kopf's registry: the informers (and the admission webhook, if on)."""
+    kopf_settings: Any
+    logged_in: asyncio.Event
+    stopping: asyncio.Event
+    """Set once to stop: by a signal, a failed part, or kopf's end."""
+    apps: Sequence[tuple[web.Application, int, ssl.SSLContext | None]]
+    """The HTTP endpoints to serve, with their ports (those whose port is 0 are not here)."""
+    rotator: certrotators.Rotator | None = None
+    """The operator-managed webhook certificate (``--webhook-cert-secret``), prepared and kept current by
+    :func:`sundial.runtime.process.run`."""
+
+
+async def build(
+    settings: Settings,
+    *,
+    planner: Planner | None = None,
+    certificate: certrotators.ManagedCertificate | None = None,
+) -> Parts:
+    """Make every part of the operator; nothing is started and nothing is sent to the API server."""
+    configuration = await connections.load_configuration(settings.api.kubeconfig)
+    client = connections.api_client(configuration)
+    metrics = Metrics()
+    bucket = ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst)
+    requester = requests.Requester(bucket=bucket, observer=metrics)
+    api = objects.ObjectsApi(api_client=client, requester=requester)
+    listing = InitialListing(store := Store())
+    in_flight = InFlight()
+    lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
+    lease_api = _lease_api(settings, configuration, metrics)
+    leadership = _leadership(settings, lease_api, metrics, in_flight, lease_changes)
+    lease_thread = leasethread.LeaseThread(leadership, close=lease_api.close)
+    # Events too (--event-qps/--event-burst), sent in the background: they never delay a claim or a Job.
+    recorder = EventRecorder(
+        api=sender.events_api(api_client=client, settings=settings.events, metrics=metrics),
+        metrics=metrics,
+        identity=settings.identity,
+        series_interval=settings.events.series_interval,
+        on_fenced=functools.partial(_fenced, leadership),
+    )
+    reconciler = Reconciler(
+        store=store,
+        api=api,
+        leadership=leadership,
+        planner=planner or default_planner(),
+        events=recorder,
+        metrics=metrics,
+        clock=utcnow,
+        crash_after_claim=settings.test_crash_after_claim,
+    )
+    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store)
+    intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
+    logged_in = asyncio.Event()
+    registry = informers.registry(
+        configuration=configuration,
+        on_scheduled_job=intake.scheduled_job,
+        on_job=intake.job,
+        on_calendar=intake.calendar,
+        on_login=logged_in.set,
+    )
+    kopf_settings = informers.operator_settings()
+    rotator = (
+        certrotators.rotator(certificate, api_client=client, requester=requester, clock=utcnow)
+        if certificate is not None
+        else None
+    )
+    # The validating webhook, if --webhook-port; with CERTIFICATE it serves the operator-managed one.
+    admission.configure(kopf_settings, registry, settings.webhook, tls=rotator.tls if rotator else None)
+    stopping = asyncio.Event()
+    return Parts(
+        settings=settings,
+        client=client,
+        metrics=metrics,
+        api=api,
+        store=store,
+        listing=listing,
+        recorder=recorder,
+        in_flight=in_flight,
+        lease_changes=lease_changes,
+        leadership=leadership,
+        lease_thread=lease_thread,
+        reconciler=reconciler,
+        dispatcher=dispatcher,
+        intake=intake,
+        registry=registry,
+        kopf_settings=kopf_settings,
+        logged_in=logged_in,
+        stopping=stopping,
+        apps=_apps(settings, metrics, listing, stopping, client=client),
+        rotator=rotator,
+    )
+
+
+def _fenced(leadership: Leadership, token: str) -> None:
+    """An Event write was refused under ``token``: stop acting on its shard."""
+    leadership.fenced(int(names.token_shard(token)))
+
+
+def _dispatcher(
+    settings: Settings, reconciler: Reconciler, in_flight: InFlight, metrics: Metrics, store: Store
+) -> Dispatcher:
+    """The one dispatch loop: passes counted in flight, due keys ordered by the priorities the store keeps."""
+    return Dispatcher(
+        reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
+        max_concurrency=settings.dispatch.max_concurrency,
+        clock=utcnow,
+        on_index_size=metrics.passes.due_index_size.set,
+        priority_of=store.priority,
+    )
+
+
+def _leadership(
+    settings: Settings,
+    lease_api: leasethread.DeferredLeaseApi,
+    metrics: Metrics,
+    in_flight: InFlight,
+    lease_changes: asyncio.Queue[LeaseChange],
+) -> Leadership:
+    """The shard electors and the member Lease; changes go into LEASE_CHANGES (see
+    :func:`sundial.runtime.process.follow_leases`)."""
+    electors = [_elector(settings, lease_api, settings.leases.name(shard)) for shard in range(settings.leases.shards)]
+    member = _elector(settings, lease_api, member_lease_name(settings.leases.name_prefix, settings.identity))
+    main_loop = asyncio.get_running_loop()  # the lease thread reaches the in-flight counts and the queue here
+    sharding = Sharding(
+        api=lease_api,
+        member=member,
+        prefix=settings.leases.name_prefix,
+        retry_period=settings.leases.retry_period,
+        drain=leasethread.on_loop(main_loop, in_flight.drained),
+        drain_timeout=settings.leases.renew_deadline,
+        metrics=metrics,
+    )
+    queued = leasethread.to_loop(main_loop, lambda shard, held: lease_changes.put_nowait((shard, held)))
+    return Leadership(electors, on_change=queued, sharding=sharding)
+
+
+def _lease_api(settings: Settings, configuration: Any, metrics: Metrics) -> leasethread.DeferredLeaseApi:
+    """Lease calls run on a thread of their own (coordination/leasethread.py), with their own API client and
+    token bucket: neither a herd of Job creations nor a busy event loop may delay a renewal. The client is
+    made on first use, on that thread's loop."""
+    shards = settings.leases.shards
+
+    def factory() -> leases.KubeLeaseApi:
+        lease_requester = requests.Requester(
+            bucket=ratelimits.TokenBucket(rate=max(10.0, 4 * shards), burst=20 + 4 * shards), observer=metrics
+        )
+        return leases.KubeLeaseApi(
+            api_client=connections.api_client(configuration),
+            requester=lease_requester,
+            labels={settings.leases.name(i): {names.SHARD_LEASE_LABEL: str(i)} for i in range(shards)},
+        )
+
+    return leasethread.DeferredLeaseApi(factory)
+
+
+def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -> LeaseElector:
+    return LeaseElector(
+        api=api,
+        namespace=settings.leases.namespace,
+        name=name,
+        identity=settings.identity,
+        timings=settings.leases,
+    )
+
+
+def _apps(
+    settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event, *, client: Any
+) -> list[tuple[web.Application, int, ssl.SSLContext | None]]:
+    apps: list[tuple[web.Application, int, ssl.SSLContext | None]] = []
+    if settings.probes.health_port:
+        webhook = settings.webhook
+        listening = probes.listening(webhook.addr, webhook.port) if webhook.port else None
+        health = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=listening)
+        apps.append((health, settings.probes.health_port, None))
+    if settings.probes.metrics_port:
+        guard = (
+            access.MetricsAccess(reviews=access.KubeReviews(api_client=client, observer=metrics))
+            if settings.probes.metrics_auth
+            else None
+        )
+        app = probes.metrics_app(metrics.registry, access=guard)
+        tls = metricstls.for_settings(settings.probes, now=utcnow())
+        if tls is not None:
+            tls.attach(app)
+        apps.append((app, settings.probes.metrics_port, tls.context if tls is not None else None))
+    return apps
+
+
+async def reconcile_tracked(reconciler: Reconciler, in_flight: InFlight, key: Key) -> datetime | None:
+    """One pass of ``key``, counted in flight for its shard: a handoff of the shard waits for it to end."""
+    shard = reconciler.shard_of(key)
+    if shard is None:
+        return await reconciler.reconcile(key)
+    with in_flight.track(shard):
+        return await reconciler.reconcile(key)
