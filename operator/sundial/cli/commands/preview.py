@@ -18,7 +18,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,8 @@ MAX_EXCLUDED_SHOWN = 10_000
 EXCLUDED = "excluded"
 DESCRIPTION = (
     "Print the next nominal run times of a cron schedule, without jitter, computed by the operator's own "
-    "code (time zones, daylight-saving rules, H fields). See docs/design.md, section Schedules."
+    "code (time zones, daylight-saving rules, H fields). See docs/design.md, section 3 (Time semantics)."
 )
-
-
-def _system_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def register(subparsers: Any, *, now: Callable[[], datetime] | None = None) -> None:
@@ -79,7 +75,7 @@ def register(subparsers: Any, *, now: Callable[[], datetime] | None = None) -> N
     parser.set_defaults(func=run if now is None else functools.partial(run, now=now))
 
 
-def run(args: argparse.Namespace, *, now: Callable[[], datetime] = _system_now) -> int:
+def run(args: argparse.Namespace, *, now: Callable[[], datetime] = schedule.utcnow) -> int:
     """Print the preview; invalid input prints a message naming the field and returns 2."""
     try:
         times, zone = _preview(args, now=now)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sundial.cli.kubectl import (
     backfill,
@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _system_now() -> datetime:
-    return datetime.now(UTC)
+    from sundial.schedule import clock  # noqa: PLC0415 - the one default clock, loaded only when a command runs
+
+    return clock.utcnow()
 
 
 def main(argv: Sequence[str] | None = None, *, now: Clock = _system_now) -> int:
