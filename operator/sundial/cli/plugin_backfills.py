@@ -2,7 +2,7 @@
 
 The request is the ``sundial.dev/backfill`` annotation, a JSON token request in the §5 pattern; the
 operator runs every nominal time in ``[T1, T2]`` that has no run yet, with its scheduled run's Job name,
-and reports progress in ``status.backfills`` (see :mod:`sundial.planner.backfills`).
+and reports progress in ``status.backfills`` (see :mod:`sundial.planner.requests.backfills`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sundial.cli import plugin_outputs as outputs
 from sundial.cli.plugin import Clock, Kubectl, PluginError
 from sundial.cli.plugin_commands import annotate, request_token, wait_for
 from sundial.model import names
-from sundial.planner import backfills
+from sundial.planner.requests import backfills
 from sundial.schedule import ScheduleError, format_rfc3339, parse_rfc3339
 
 NOW_WORD = "now"

@@ -8,17 +8,17 @@ bad spec. The order of one pass:
    ``spec.daylightSaving``) or ``InvalidSpec``, the error text (naming the field) as message, and one
    Warning Event of that reason when the condition changes. No runs, no wake-up.
 2. A spec change (``generation != status.circuitGeneration``) closes an open dead-letter circuit.
-3. A new ``sundial.dev/redrive`` token redrives the dead letters (:mod:`.triggers`).
-4. Claimed attempts are matched with their Jobs (:mod:`.runs`): success, failure -> retry or dead
+3. A new ``sundial.dev/redrive`` token redrives the dead letters (:mod:`.requests.triggers`).
+4. Claimed attempts are matched with their Jobs (:mod:`.runs.attempts`): success, failure -> retry or dead
    letter, JobLost, UnexpectedJob, re-issue of never-seen creates.
 5. Pending retries whose ``notBefore`` has come start (not while the circuit is open); then the oldest
-   buffered run, if nothing is active or waiting (:mod:`.buffers`).
-6. Due nominal times (:mod:`.due`) - not while suspended, while the circuit is open or while the
+   buffered run, if nothing is active or waiting (:mod:`.concurrency.buffers`).
+6. Due nominal times (:mod:`.times.due`) - not while suspended, while the circuit is open or while the
    object is being deleted - plus one manual run for a new ``sundial.dev/trigger`` token (allowed while
    suspended) go through ``concurrencyPolicy`` (:func:`admit`); then a new ``sundial.dev/backfill``
    request is taken and the runs of the oldest unfinished backfill that the policy admits now
-   (:mod:`.backfills`).
-7. Finished Jobs beyond the history limits are deleted (:mod:`.history`).
+   (:mod:`.requests.backfills`).
+7. Finished Jobs beyond the history limits are deleted (:mod:`.runs.history`).
 8. One-offs complete; ``ttlSecondsAfterFinished`` deletes the object.
 9. Conditions, ``nextScheduleTime`` and the wake-up time are computed.
 
@@ -50,11 +50,15 @@ from sundial.model.enums import (
 )
 from sundial.model.resource import ScheduledJob
 from sundial.model.status import MAX_ACTIVE, RunRecord, ScheduledJobStatus, StatusCounter
-from sundial.planner import backfills, buffers, conditions, due, exclusions, history, replacements, runs, triggers
 from sundial.planner.actions import Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
-from sundial.planner.drafts import Draft
+from sundial.planner.concurrency import buffers, replacements
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
+from sundial.planner.requests import backfills, triggers
+from sundial.planner.runs import attempts, history
+from sundial.planner.status import conditions
+from sundial.planner.status.drafts import Draft
+from sundial.planner.times import due, exclusions
 
 MAX_MISSED_EVENTS = 10
 """``MissedSchedule`` Events per pass, one per missed time; beyond this one summary Event."""
@@ -74,8 +78,8 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         draft.circuit_generation = None
         draft.consecutive_dead_letters = 0
     triggers.redrive(draft)
-    runs.resolve_active(draft, observed)
-    runs.start_due_retries(draft)
+    attempts.resolve_active(draft, observed)
+    attempts.start_due_retries(draft)
     new_runs: list[tuple[datetime, Trigger, bool]] = buffers.release(draft)
 
     paused = spec.suspend or draft.circuit_open or draft.closing or draft.calendar_problem is not None
@@ -152,7 +156,8 @@ def _miss(draft: Draft, missed: Sequence[datetime], *, unlisted: bool, dropped: 
     for nominal in missed[:MAX_MISSED_EVENTS]:
         draft.emit(
             EventReason.MISSED_SCHEDULE,
-            f"Missed run {runs.when(nominal)}: not run under catch-up window {window}, policy {spec.catch_up.policy}",
+            f"Missed run {attempts.when(nominal)}: not run under catch-up window {window}, "
+            f"policy {spec.catch_up.policy}",
             warning=True,
         )
     more = len(missed) - MAX_MISSED_EVENTS
@@ -184,7 +189,7 @@ def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], obse
       older ones are recorded as ``Replaced`` with 0 attempts (never started) and counted as skipped.
 
     * ``BufferOne`` / ``BufferAll``: a run due while another is active or waiting for a retry, or while
-      runs are buffered, waits in ``status.buffered`` (:mod:`.buffers`).
+      runs are buffered, waits in ``status.buffered`` (:mod:`.concurrency.buffers`).
 
     A run that is already active, pending or buffered (a second trigger within the same second), one that
     already ran (in ``recentRuns`` with an attempt: a time a backfill ran before the schedule reached it)
@@ -212,7 +217,7 @@ def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], obse
         todo = [newest]
     ran = {(r.scheduled_time, r.manual) for r in draft.recent if r.attempts}
     for nominal, trigger, manual in todo:
-        label = f"{'manual run' if manual else 'run'} {runs.when(nominal)}"
+        label = f"{'manual run' if manual else 'run'} {attempts.when(nominal)}"
         key = (nominal, manual)
         busy = policy is ConcurrencyPolicy.FORBID and draft.busy
         if busy or key in draft.keys_in_flight() or key in ran:
@@ -229,7 +234,7 @@ def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], obse
             draft.count(StatusCounter.SKIPPED)
             draft.emit(EventReason.RUN_SKIPPED, f"Skipped {label}: too many active runs", warning=True)
             continue
-        runs.start_run(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
+        attempts.start_run(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
 
 
 def _finish_one_off(draft: Draft) -> bool:
@@ -317,7 +322,7 @@ def _conditions(draft: Draft, *, finished: bool) -> None:
             ConditionType.DEAD_LETTERED,
             ConditionStatus.TRUE,
             newest.reason,
-            f"{len(draft.dead_letters)} dead-lettered run(s); newest {runs.when(newest.scheduled_time)}: "
+            f"{len(draft.dead_letters)} dead-lettered run(s); newest {attempts.when(newest.scheduled_time)}: "
             f"{newest.message}",
         )
     else:
@@ -334,7 +339,7 @@ def _conditions(draft: Draft, *, finished: bool) -> None:
         pass
     else:
         upcoming = draft.next_schedule_time
-        message = f"next run at {runs.when(upcoming)}" if upcoming is not None else "no further runs"
+        message = f"next run at {attempts.when(upcoming)}" if upcoming is not None else "no further runs"
         _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.SCHEDULED, message)
 
 
@@ -356,13 +361,13 @@ def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
     for retry in draft.pending:
         if retry.not_before > now:
             candidates.append(retry.not_before)
-        elif age is not None and retry.trigger not in runs.AGELESS:
+        elif age is not None and retry.trigger not in attempts.AGELESS:
             candidates.append(max(now, retry.scheduled_time + age) + due.TICK)
     if backfills.in_progress(draft):
         candidates.append(now)
     reissue = draft.context.reissue_after
     candidates += [run.claimed_at + reissue for run in draft.active if not run.job_seen]
-    candidates += runs.overdue_deadlines(draft)
+    candidates += attempts.overdue_deadlines(draft)
     ttl = draft.spec.ttl_seconds_after_finished
     if draft.finished_at is not None and ttl is not None:
         deadline = draft.finished_at + timedelta(seconds=ttl)

@@ -42,8 +42,8 @@ from sundial.model.status import (
 )
 from sundial.planner import manifests
 from sundial.planner.actions import CreateJob, DeleteJob, DeleteReason, EventReason
-from sundial.planner.drafts import Draft
 from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
+from sundial.planner.status.drafts import Draft
 
 #: How long after an attempt's ``maxRunAge`` deadline the planner wakes up (the age must be *exceeded*).
 OVERDUE_MARGIN = timedelta(milliseconds=1)

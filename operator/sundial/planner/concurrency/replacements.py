@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from sundial.model.enums import CompleteReason, RunResult
 from sundial.model.status import RunRecord
 from sundial.planner.actions import DeleteJob, DeleteReason, EventReason
-from sundial.planner.drafts import Draft
 from sundial.planner.observed import JobPhase, ObservedJob
-from sundial.planner.runs import note_one_off, run_record
+from sundial.planner.runs.attempts import note_one_off, run_record
+from sundial.planner.status.drafts import Draft
 
 
 def replace_all(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:

@@ -49,9 +49,9 @@ from sundial.model.status import (
 )
 from sundial.planner import manifests
 from sundial.planner.actions import EventReason
-from sundial.planner.drafts import Draft
 from sundial.planner.observed import ObservedJob
-from sundial.planner.runs import when
+from sundial.planner.runs.attempts import when
+from sundial.planner.status.drafts import Draft
 
 DEFAULT_MAX_RUNS = 100
 MAX_MAX_RUNS = 1000
