@@ -9,8 +9,8 @@ bad spec. The order of one pass:
    Warning Event of that reason when the condition changes. No runs, no wake-up.
 2. A spec change (``generation != status.circuitGeneration``) closes an open dead-letter circuit.
 3. A new ``sundial.dev/redrive`` token redrives the dead letters (:mod:`.requests.triggers`).
-4. Claimed attempts are matched with their Jobs (:mod:`.runs.attempts`): success, failure -> retry or dead
-   letter, JobLost, UnexpectedJob, re-issue of never-seen creates.
+4. Claimed attempts are matched with their Jobs (:mod:`.runs.outcomes`): success, failure -> retry or dead
+   letter (:mod:`.runs.retries`), JobLost, UnexpectedJob, re-issue of never-seen creates.
 5. Pending retries whose ``notBefore`` has come start (not while the circuit is open); then the oldest
    buffered run, if nothing is active or waiting (:mod:`.concurrency.buffers`).
 6. Due nominal times (:mod:`.times.due`) - not while suspended, while the circuit is open or while the
@@ -55,7 +55,7 @@ from sundial.planner.concurrency import buffers, replacements
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.planner.requests import backfills, triggers
-from sundial.planner.runs import attempts, history
+from sundial.planner.runs import attempts, history, outcomes, retries
 from sundial.planner.status import conditions
 from sundial.planner.status.drafts import Draft
 from sundial.planner.times import due, exclusions
@@ -78,8 +78,8 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         draft.circuit_generation = None
         draft.consecutive_dead_letters = 0
     triggers.redrive(draft)
-    attempts.resolve_active(draft, observed)
-    attempts.start_due_retries(draft)
+    outcomes.resolve_active(draft, observed)
+    retries.start_due_retries(draft)
     new_runs: list[tuple[datetime, Trigger, bool]] = buffers.release(draft)
 
     paused = spec.suspend or draft.circuit_open or draft.closing or draft.calendar_problem is not None
@@ -367,7 +367,7 @@ def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
         candidates.append(now)
     reissue = draft.context.reissue_after
     candidates += [run.claimed_at + reissue for run in draft.active if not run.job_seen]
-    candidates += attempts.overdue_deadlines(draft)
+    candidates += outcomes.overdue_deadlines(draft)
     ttl = draft.spec.ttl_seconds_after_finished
     if draft.finished_at is not None and ttl is not None:
         deadline = draft.finished_at + timedelta(seconds=ttl)
