@@ -15,7 +15,7 @@ bad spec. The order of one pass:
    buffered run, if nothing is active or waiting (:mod:`.concurrency.buffers`).
 6. Due nominal times (:mod:`.times.due`) - not while suspended, while the circuit is open or while the
    object is being deleted - plus one manual run for a new ``sundial.dev/trigger`` token (allowed while
-   suspended) go through ``concurrencyPolicy`` (:func:`admit`); then a new ``sundial.dev/backfill``
+   suspended) go through ``concurrencyPolicy`` (:mod:`.concurrency.admission`); then a new ``sundial.dev/backfill``
    request is taken and the runs of the oldest unfinished backfill that the policy admits now
    (:mod:`.requests.backfills`).
 7. Finished Jobs beyond the history limits are deleted (:mod:`.runs.history`).
@@ -37,10 +37,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sundial import schedule
 from sundial.model.enums import (
     CompleteReason,
-    ConcurrencyPolicy,
     ConditionReason,
     ConditionStatus,
     ConditionType,
@@ -49,19 +47,17 @@ from sundial.model.enums import (
     Trigger,
 )
 from sundial.model.resource import ScheduledJob
-from sundial.model.status import MAX_ACTIVE, RunRecord, ScheduledJobStatus, StatusCounter
+from sundial.model.status import ScheduledJobStatus
 from sundial.planner.actions import Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
-from sundial.planner.concurrency import buffers, replacements
+from sundial.planner.concurrency import admission, buffers
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.planner.requests import backfills, triggers
 from sundial.planner.runs import attempts, history, outcomes, retries
 from sundial.planner.status import conditions
-from sundial.planner.status.drafts import Draft
-from sundial.planner.times import due, exclusions
+from sundial.planner.status.drafts import Draft, NewRun
+from sundial.planner.times import due, exclusions, missed
 
-MAX_MISSED_EVENTS = 10
-"""``MissedSchedule`` Events per pass, one per missed time; beyond this one summary Event."""
 _SCHEDULE_FIELDS = ("spec.schedule", "spec.timeZone", "spec.daylightSaving")
 _TTL_REASON = "ttlSecondsAfterFinished elapsed"
 
@@ -80,7 +76,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
     triggers.redrive(draft)
     outcomes.resolve_active(draft, observed)
     retries.start_due_retries(draft)
-    new_runs: list[tuple[datetime, Trigger, bool]] = buffers.release(draft)
+    new_runs: list[NewRun] = buffers.release(draft)
 
     paused = spec.suspend or draft.circuit_open or draft.closing or draft.calendar_problem is not None
     was_suspended = obj.status.condition(ConditionType.SUSPENDED)
@@ -91,15 +87,15 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         found = due.find_due(draft, resumed_since=resumed_since)
         draft.cursor = found.cursor
         circuit_drop = found.dropped if was_suspended and was_suspended.reason != ConditionReason.SUSPENDED else 0
-        _miss(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
+        missed.record(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
         exclusions.record(draft, found.excluded)
         new_runs += [(t, trigger, False) for t, trigger in found.to_run]
     manual = triggers.manual_request(draft)
     if manual is not None and not draft.closing:
         new_runs.append((manual, Trigger.MANUAL, True))
-    admit(draft, new_runs, observed)
+    admission.admit(draft, new_runs, observed)
     backfills.request(draft)
-    admit(draft, backfills.runs_to_start(draft, observed), observed)
+    admission.admit(draft, backfills.runs_to_start(draft, observed), observed)
     history.prune(draft, jobs)
 
     finished = _finish_one_off(draft)
@@ -146,95 +142,6 @@ def _invalid(obj: ScheduledJob, context: Context) -> Plan:
         update={"conditions": tuple(found), "observed_generation": generation, "next_schedule_time": None}
     )
     return Plan(status=status, write_status=_material(status) != _material(obj.status), actions=actions, wake_at=None)
-
-
-def _miss(draft: Draft, missed: Sequence[datetime], *, unlisted: bool, dropped: int) -> None:
-    """Count missed runs, one ``MissedSchedule`` Event each up to :data:`MAX_MISSED_EVENTS`."""
-    draft.count(StatusCounter.MISSED, len(missed) + dropped)
-    spec = draft.spec
-    window = "unbounded" if spec.catch_up.window is None else schedule.format_duration(spec.catch_up.window)
-    for nominal in missed[:MAX_MISSED_EVENTS]:
-        draft.emit(
-            EventReason.MISSED_SCHEDULE,
-            f"Missed run {attempts.when(nominal)}: not run under catch-up window {window}, "
-            f"policy {spec.catch_up.policy}",
-            warning=True,
-        )
-    more = len(missed) - MAX_MISSED_EVENTS
-    if more > 0 or unlisted or dropped:
-        parts = []
-        if more > 0:
-            parts.append(f"{more} more run(s) missed")
-        if dropped:
-            parts.append(f"{dropped} run(s) came due while the dead-letter circuit was open")
-        if unlisted:
-            parts.append(
-                f"more than {draft.context.max_enumerated_runs} nominal times were due: older ones were "
-                "missed without being counted"
-            )
-        draft.emit(EventReason.MISSED_SCHEDULE, "; ".join(parts), warning=True)
-    if draft.when.finite and missed:
-        draft.one_off_outcome = CompleteReason.MISSED
-
-
-def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], observed: dict[str, ObservedJob]) -> None:
-    """Start new runs (schedule, catch-up, manual) under ``concurrencyPolicy``.
-
-    * ``Allow``: all start.
-    * ``Forbid``: a run is skipped (``counters.skipped``, Event ``RunSkipped``) while any run is active or
-      waiting for a retry, including one started earlier in the same pass - so of several new runs in one
-      pass only the first starts.
-    * ``Replace``: every active Job is deleted and every pending retry cancelled (their runs end as
-      ``Replaced``, Event ``RunReplaced``); of several new runs in one pass only the newest starts and the
-      older ones are recorded as ``Replaced`` with 0 attempts (never started) and counted as skipped.
-
-    * ``BufferOne`` / ``BufferAll``: a run due while another is active or waiting for a retry, or while
-      runs are buffered, waits in ``status.buffered`` (:mod:`.concurrency.buffers`).
-
-    A run that is already active, pending or buffered (a second trigger within the same second), one that
-    already ran (in ``recentRuns`` with an attempt: a time a backfill ran before the schedule reached it)
-    and one that would exceed ``MAX_ACTIVE`` are skipped too.
-    """
-    policy = draft.spec.concurrency_policy
-    todo = list(new_runs)
-    if policy is ConcurrencyPolicy.REPLACE and todo:
-        *older, newest = todo
-        for nominal, trigger, manual in older:
-            draft.record(
-                RunRecord(
-                    scheduled_time=nominal,
-                    attempts=0,
-                    result=RunResult.REPLACED,
-                    trigger=trigger,
-                    finished_at=draft.now,
-                    manual=manual,
-                )
-            )
-        draft.count(StatusCounter.SKIPPED, len(older))
-        if older:
-            draft.emit(EventReason.RUN_REPLACED, f"{len(older)} due run(s) replaced by a newer one before starting")
-        replacements.replace_all(draft, observed)
-        todo = [newest]
-    ran = {(r.scheduled_time, r.manual) for r in draft.recent if r.attempts}
-    for nominal, trigger, manual in todo:
-        label = f"{'manual run' if manual else 'run'} {attempts.when(nominal)}"
-        key = (nominal, manual)
-        busy = policy is ConcurrencyPolicy.FORBID and draft.busy
-        if busy or key in draft.keys_in_flight() or key in ran:
-            draft.count(StatusCounter.SKIPPED)
-            why = "another run is active or waiting for a retry (concurrencyPolicy Forbid)"
-            if not busy:
-                why = "it is already running or waiting" if key not in ran else "it already ran"
-            draft.emit(EventReason.RUN_SKIPPED, f"Skipped {label}: {why}", warning=True)
-            continue
-        if policy in buffers.BUFFERING and (draft.busy or draft.buffered):
-            buffers.buffer(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
-            continue
-        if len(draft.active) >= MAX_ACTIVE:
-            draft.count(StatusCounter.SKIPPED)
-            draft.emit(EventReason.RUN_SKIPPED, f"Skipped {label}: too many active runs", warning=True)
-            continue
-        attempts.start_run(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
 
 
 def _finish_one_off(draft: Draft) -> bool:

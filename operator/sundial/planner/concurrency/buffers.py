@@ -22,7 +22,7 @@ from sundial.model.enums import ConcurrencyPolicy, Trigger
 from sundial.model.status import MAX_BUFFERED, BufferedRun, StatusCounter
 from sundial.planner.actions import EventReason
 from sundial.planner.runs import attempts
-from sundial.planner.status.drafts import Draft
+from sundial.planner.status.drafts import Draft, NewRun
 
 BUFFERING = frozenset({ConcurrencyPolicy.BUFFER_ONE, ConcurrencyPolicy.BUFFER_ALL})
 """The concurrency policies that keep an overlapping run waiting instead of skipping it."""
@@ -57,7 +57,7 @@ def buffer(draft: Draft, *, scheduled_time: datetime, trigger: Trigger, manual: 
     return True
 
 
-def release(draft: Draft) -> list[tuple[datetime, Trigger, bool]]:
+def release(draft: Draft) -> list[NewRun]:
     """Start the oldest buffered run if nothing is active or waiting for a retry (see the module docstring).
 
     Returns the runs to hand to the current policy as new due runs (only when it no longer buffers).
