@@ -48,7 +48,7 @@ from sundial.model.enums import (
 )
 from sundial.model.resource import ScheduledJob
 from sundial.model.status import ScheduledJobStatus
-from sundial.planner.actions import Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
+from sundial.planner.actions import CONDITION_EVENTS, Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
 from sundial.planner.concurrency import admission, buffers
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
@@ -137,7 +137,7 @@ def _invalid(obj: ScheduledJob, context: Context) -> Plan:
     )
     actions: tuple[Action, ...] = ()
     if changed:
-        actions = (EmitEvent(type=EventType.WARNING, reason=EventReason(reason), message=message),)
+        actions = (EmitEvent(type=EventType.WARNING, reason=CONDITION_EVENTS[reason], message=message),)
     status = obj.status.model_copy(
         update={"conditions": tuple(found), "observed_generation": generation, "next_schedule_time": None}
     )

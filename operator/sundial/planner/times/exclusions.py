@@ -15,7 +15,7 @@ from datetime import datetime
 
 from sundial.model.enums import ConditionStatus, ConditionType, RunResult, Trigger
 from sundial.model.status import RunRecord, StatusCounter
-from sundial.planner.actions import EventReason
+from sundial.planner.actions import CONDITION_EVENTS, EventReason
 from sundial.planner.runs.attempts import when
 from sundial.planner.status import conditions
 from sundial.planner.status.drafts import Draft
@@ -61,5 +61,5 @@ def put_calendar_condition(draft: Draft) -> bool:
         generation=draft.generation,
     )
     if changed:
-        draft.emit(EventReason(reason.value), message, warning=True)
+        draft.emit(CONDITION_EVENTS[reason], message, warning=True)
     return True
