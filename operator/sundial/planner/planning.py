@@ -19,8 +19,8 @@ bad spec. The order of one pass:
    request is taken and the runs of the oldest unfinished backfill that the policy admits now
    (:mod:`.requests.backfills`).
 7. Finished Jobs beyond the history limits are deleted (:mod:`.runs.history`).
-8. One-offs complete; ``ttlSecondsAfterFinished`` deletes the object.
-9. Conditions, ``nextScheduleTime`` and the wake-up time are computed.
+8. One-offs complete; ``ttlSecondsAfterFinished`` deletes the object (:mod:`.summary`).
+9. Conditions (:mod:`.summary`), ``nextScheduleTime`` and the wake-up time are computed.
 
 ``write_status`` is true when the status changed materially; ``activeRuns[].jobSeen`` flips alone are
 not material (they ride along with the next material write). Planning again with the returned status,
@@ -37,18 +37,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sundial.model.enums import (
-    CompleteReason,
-    ConditionReason,
-    ConditionStatus,
-    ConditionType,
-    DeadLetterReason,
-    RunResult,
-    Trigger,
-)
+from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType, Trigger
 from sundial.model.resource import ScheduledJob
 from sundial.model.status import ScheduledJobStatus
-from sundial.planner.actions import CONDITION_EVENTS, Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
+from sundial.planner import summary
+from sundial.planner.actions import CONDITION_EVENTS, Action, EmitEvent, EventType
 from sundial.planner.concurrency import admission, buffers
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
@@ -59,7 +52,6 @@ from sundial.planner.status.drafts import Draft, NewRun
 from sundial.planner.times import due, exclusions, missed
 
 _SCHEDULE_FIELDS = ("spec.schedule", "spec.timeZone", "spec.daylightSaving")
-_TTL_REASON = "ttlSecondsAfterFinished elapsed"
 
 
 def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Plan:
@@ -98,9 +90,9 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
     admission.admit(draft, backfills.runs_to_start(draft, observed), observed)
     history.prune(draft, jobs)
 
-    finished = _finish_one_off(draft)
+    finished = summary.finish_one_off(draft)
     draft.next_schedule_time = due.next_time(draft, paused=paused)
-    _conditions(draft, finished=finished)
+    summary.put_conditions(draft, finished=finished)
     status = draft.freeze()
     return Plan(
         status=status,
@@ -142,120 +134,6 @@ def _invalid(obj: ScheduledJob, context: Context) -> Plan:
         update={"conditions": tuple(found), "observed_generation": generation, "next_schedule_time": None}
     )
     return Plan(status=status, write_status=_material(status) != _material(obj.status), actions=actions, wake_at=None)
-
-
-def _finish_one_off(draft: Draft) -> bool:
-    """Complete a finite source's object (a one-off) whose run ended; returns whether it is complete."""
-    last = draft.when.last
-    if not draft.when.finite or last is None:
-        return False
-    found = conditions.find(draft.conditions, ConditionType.COMPLETE)
-    if found is not None and found.status == ConditionStatus.TRUE:
-        complete = True
-    else:
-        handled = due.handled_all(draft)
-        if handled and (last, False) not in draft.keys_in_flight():
-            outcome = draft.one_off_outcome or _outcome_from_history(draft, last)
-            _put(draft, ConditionType.COMPLETE, ConditionStatus.TRUE, outcome, _complete_message(outcome))
-            draft.finished_at = draft.now
-            draft.emit(EventReason.COMPLETED, f"Completed: {outcome}")
-            complete = True
-        else:
-            _put(draft, ConditionType.COMPLETE, ConditionStatus.FALSE, ConditionReason.PENDING, "the run has not ended")
-            complete = False
-    ttl = draft.spec.ttl_seconds_after_finished
-    expired = (
-        ttl is not None and draft.finished_at is not None and draft.now >= draft.finished_at + timedelta(seconds=ttl)
-    )
-    if complete and expired and not draft.keys_in_flight():
-        draft.actions.append(DeleteScheduledJob(reason=_TTL_REASON))
-    return complete
-
-
-def _outcome_from_history(draft: Draft, nominal: datetime) -> CompleteReason:
-    for record in reversed(draft.recent):
-        if record.scheduled_time == nominal and not record.manual:
-            if record.result is RunResult.SUCCEEDED:
-                return CompleteReason.SUCCEEDED
-            if record.result is RunResult.DEAD_LETTERED:
-                return CompleteReason.DEAD_LETTERED
-    return CompleteReason.MISSED
-
-
-def _complete_message(outcome: CompleteReason) -> str:
-    return {
-        CompleteReason.SUCCEEDED: "the run succeeded",
-        CompleteReason.DEAD_LETTERED: "the run was dead-lettered",
-        CompleteReason.MISSED: "the run was missed and never started",
-    }[outcome]
-
-
-def _put(
-    draft: Draft,
-    kind: ConditionType,
-    status: ConditionStatus,
-    reason: ConditionReason | CompleteReason | DeadLetterReason,
-    message: str,
-) -> None:
-    conditions.put(
-        draft.conditions,
-        kind=kind,
-        status=status,
-        reason=reason,
-        message=message,
-        now=draft.now,
-        generation=draft.generation,
-    )
-
-
-def _conditions(draft: Draft, *, finished: bool) -> None:
-    spec = draft.spec
-    if spec.suspend:
-        _put(draft, ConditionType.SUSPENDED, ConditionStatus.TRUE, ConditionReason.SUSPENDED, "spec.suspend is true")
-    elif draft.circuit_open:
-        _put(
-            draft,
-            ConditionType.SUSPENDED,
-            ConditionStatus.TRUE,
-            ConditionReason.CONSECUTIVE_DEAD_LETTERS,
-            _circuit_message(draft),
-        )
-    else:
-        _put(draft, ConditionType.SUSPENDED, ConditionStatus.FALSE, ConditionReason.NOT_SUSPENDED, "")
-    if draft.dead_letters:
-        newest = draft.dead_letters[-1]
-        _put(
-            draft,
-            ConditionType.DEAD_LETTERED,
-            ConditionStatus.TRUE,
-            newest.reason,
-            f"{len(draft.dead_letters)} dead-lettered run(s); newest {attempts.when(newest.scheduled_time)}: "
-            f"{newest.message}",
-        )
-    else:
-        _put(draft, ConditionType.DEAD_LETTERED, ConditionStatus.FALSE, ConditionReason.NO_DEAD_LETTERS, "")
-    if finished:
-        complete = conditions.find(draft.conditions, ConditionType.COMPLETE)
-        why = complete.reason if complete is not None else ""
-        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.COMPLETE, f"completed: {why}")
-    elif spec.suspend:
-        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.SUSPENDED, "suspended by spec.suspend")
-    elif draft.circuit_open:
-        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.CIRCUIT_OPEN, _circuit_message(draft))
-    elif exclusions.put_calendar_condition(draft):
-        pass
-    else:
-        upcoming = draft.next_schedule_time
-        message = f"next run at {attempts.when(upcoming)}" if upcoming is not None else "no further runs"
-        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.SCHEDULED, message)
-
-
-def _circuit_message(draft: Draft) -> str:
-    return (
-        f"{draft.consecutive_dead_letters} consecutive dead-lettered runs "
-        f"(deadLetter.suspendAfter {draft.spec.dead_letter.suspend_after}): redrive them "
-        "(sundial.dev/redrive) or change the spec to resume"
-    )
 
 
 def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
