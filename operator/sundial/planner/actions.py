@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
+
+from sundial.model.enums import ConditionReason
 
 
 class EventType(StrEnum):
@@ -64,6 +68,18 @@ class EventReason(StrEnum):
     """Warning: a backfill of a one-off (``runAt`` or as soon as possible) was refused: it has no schedule."""
     INVALID_BACKFILL = "InvalidBackfill"
     """Warning: the ``sundial.dev/backfill`` annotation is not a valid request (the problem in the message)."""
+
+
+CONDITION_EVENTS: Mapping[ConditionReason, EventReason] = MappingProxyType(
+    {
+        ConditionReason.INVALID_SCHEDULE: EventReason.INVALID_SCHEDULE,
+        ConditionReason.INVALID_SPEC: EventReason.INVALID_SPEC,
+        ConditionReason.CALENDAR_NOT_FOUND: EventReason.CALENDAR_NOT_FOUND,
+        ConditionReason.INVALID_CALENDAR: EventReason.INVALID_CALENDAR,
+    }
+)
+"""The Warning Event a ``Ready=False`` condition emits when it changes, by the condition's reason (the same
+value: the Event is named after the condition). Every reason the planner puts on ``Ready=False`` is here."""
 
 
 class DeleteReason(StrEnum):

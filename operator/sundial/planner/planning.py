@@ -8,19 +8,19 @@ bad spec. The order of one pass:
    ``spec.daylightSaving``) or ``InvalidSpec``, the error text (naming the field) as message, and one
    Warning Event of that reason when the condition changes. No runs, no wake-up.
 2. A spec change (``generation != status.circuitGeneration``) closes an open dead-letter circuit.
-3. A new ``sundial.dev/redrive`` token redrives the dead letters (:mod:`.triggers`).
-4. Claimed attempts are matched with their Jobs (:mod:`.runs`): success, failure -> retry or dead
-   letter, JobLost, UnexpectedJob, re-issue of never-seen creates.
+3. A new ``sundial.dev/redrive`` token redrives the dead letters (:mod:`.requests.triggers`).
+4. Claimed attempts are matched with their Jobs (:mod:`.runs.outcomes`): success, failure -> retry or dead
+   letter (:mod:`.runs.retries`), JobLost, UnexpectedJob, re-issue of never-seen creates.
 5. Pending retries whose ``notBefore`` has come start (not while the circuit is open); then the oldest
-   buffered run, if nothing is active or waiting (:mod:`.buffers`).
-6. Due nominal times (:mod:`.due`) - not while suspended, while the circuit is open or while the
+   buffered run, if nothing is active or waiting (:mod:`.concurrency.buffers`).
+6. Due nominal times (:mod:`.times.due`) - not while suspended, while the circuit is open or while the
    object is being deleted - plus one manual run for a new ``sundial.dev/trigger`` token (allowed while
-   suspended) go through ``concurrencyPolicy`` (:func:`admit`); then a new ``sundial.dev/backfill``
+   suspended) go through ``concurrencyPolicy`` (:mod:`.concurrency.admission`); then a new ``sundial.dev/backfill``
    request is taken and the runs of the oldest unfinished backfill that the policy admits now
-   (:mod:`.backfills`).
-7. Finished Jobs beyond the history limits are deleted (:mod:`.history`).
-8. One-offs complete; ``ttlSecondsAfterFinished`` deletes the object.
-9. Conditions, ``nextScheduleTime`` and the wake-up time are computed.
+   (:mod:`.requests.backfills`).
+7. Finished Jobs beyond the history limits are deleted (:mod:`.runs.history`).
+8. One-offs complete; ``ttlSecondsAfterFinished`` deletes the object (:mod:`.summary`).
+9. Conditions (:mod:`.summary`), ``nextScheduleTime`` and the wake-up time are computed.
 
 ``write_status`` is true when the status changed materially; ``activeRuns[].jobSeen`` flips alone are
 not material (they ride along with the next material write). Planning again with the returned status,
@@ -37,29 +37,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sundial import schedule
-from sundial.model.enums import (
-    CompleteReason,
-    ConcurrencyPolicy,
-    ConditionReason,
-    ConditionStatus,
-    ConditionType,
-    DeadLetterReason,
-    RunResult,
-    Trigger,
-)
+from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType, Trigger
 from sundial.model.resource import ScheduledJob
-from sundial.model.status import MAX_ACTIVE, RunRecord, ScheduledJobStatus, StatusCounter
-from sundial.planner import backfills, buffers, conditions, due, exclusions, history, replacements, runs, triggers
-from sundial.planner.actions import Action, DeleteScheduledJob, EmitEvent, EventReason, EventType
-from sundial.planner.drafts import Draft
+from sundial.model.status import ScheduledJobStatus
+from sundial.planner import summary
+from sundial.planner.actions import CONDITION_EVENTS, Action, EmitEvent, EventType
+from sundial.planner.concurrency import admission, buffers
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import Context, Plan
+from sundial.planner.requests import backfills, triggers
+from sundial.planner.runs import attempts, history, outcomes, retries
+from sundial.planner.status import conditions
+from sundial.planner.status.drafts import Draft, NewRun
+from sundial.planner.times import due, exclusions, missed
 
-MAX_MISSED_EVENTS = 10
-"""``MissedSchedule`` Events per pass, one per missed time; beyond this one summary Event."""
 _SCHEDULE_FIELDS = ("spec.schedule", "spec.timeZone", "spec.daylightSaving")
-_TTL_REASON = "ttlSecondsAfterFinished elapsed"
 
 
 def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Plan:
@@ -74,9 +66,9 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         draft.circuit_generation = None
         draft.consecutive_dead_letters = 0
     triggers.redrive(draft)
-    runs.resolve_active(draft, observed)
-    runs.start_due_retries(draft)
-    new_runs: list[tuple[datetime, Trigger, bool]] = buffers.release(draft)
+    outcomes.resolve_active(draft, observed)
+    retries.start_due_retries(draft)
+    new_runs: list[NewRun] = buffers.release(draft)
 
     paused = spec.suspend or draft.circuit_open or draft.closing or draft.calendar_problem is not None
     was_suspended = obj.status.condition(ConditionType.SUSPENDED)
@@ -87,20 +79,20 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         found = due.find_due(draft, resumed_since=resumed_since)
         draft.cursor = found.cursor
         circuit_drop = found.dropped if was_suspended and was_suspended.reason != ConditionReason.SUSPENDED else 0
-        _miss(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
+        missed.record(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
         exclusions.record(draft, found.excluded)
         new_runs += [(t, trigger, False) for t, trigger in found.to_run]
     manual = triggers.manual_request(draft)
     if manual is not None and not draft.closing:
         new_runs.append((manual, Trigger.MANUAL, True))
-    admit(draft, new_runs, observed)
+    admission.admit(draft, new_runs, observed)
     backfills.request(draft)
-    admit(draft, backfills.runs_to_start(draft, observed), observed)
+    admission.admit(draft, backfills.runs_to_start(draft, observed), observed)
     history.prune(draft, jobs)
 
-    finished = _finish_one_off(draft)
+    finished = summary.finish_one_off(draft)
     draft.next_schedule_time = due.next_time(draft, paused=paused)
-    _conditions(draft, finished=finished)
+    summary.put_conditions(draft, finished=finished)
     status = draft.freeze()
     return Plan(
         status=status,
@@ -137,213 +129,11 @@ def _invalid(obj: ScheduledJob, context: Context) -> Plan:
     )
     actions: tuple[Action, ...] = ()
     if changed:
-        actions = (EmitEvent(type=EventType.WARNING, reason=EventReason(reason), message=message),)
+        actions = (EmitEvent(type=EventType.WARNING, reason=CONDITION_EVENTS[reason], message=message),)
     status = obj.status.model_copy(
         update={"conditions": tuple(found), "observed_generation": generation, "next_schedule_time": None}
     )
     return Plan(status=status, write_status=_material(status) != _material(obj.status), actions=actions, wake_at=None)
-
-
-def _miss(draft: Draft, missed: Sequence[datetime], *, unlisted: bool, dropped: int) -> None:
-    """Count missed runs, one ``MissedSchedule`` Event each up to :data:`MAX_MISSED_EVENTS`."""
-    draft.count(StatusCounter.MISSED, len(missed) + dropped)
-    spec = draft.spec
-    window = "unbounded" if spec.catch_up.window is None else schedule.format_duration(spec.catch_up.window)
-    for nominal in missed[:MAX_MISSED_EVENTS]:
-        draft.emit(
-            EventReason.MISSED_SCHEDULE,
-            f"Missed run {runs.when(nominal)}: not run under catch-up window {window}, policy {spec.catch_up.policy}",
-            warning=True,
-        )
-    more = len(missed) - MAX_MISSED_EVENTS
-    if more > 0 or unlisted or dropped:
-        parts = []
-        if more > 0:
-            parts.append(f"{more} more run(s) missed")
-        if dropped:
-            parts.append(f"{dropped} run(s) came due while the dead-letter circuit was open")
-        if unlisted:
-            parts.append(
-                f"more than {draft.context.max_enumerated_runs} nominal times were due: older ones were "
-                "missed without being counted"
-            )
-        draft.emit(EventReason.MISSED_SCHEDULE, "; ".join(parts), warning=True)
-    if draft.when.finite and missed:
-        draft.one_off_outcome = CompleteReason.MISSED
-
-
-def admit(draft: Draft, new_runs: Sequence[tuple[datetime, Trigger, bool]], observed: dict[str, ObservedJob]) -> None:
-    """Start new runs (schedule, catch-up, manual) under ``concurrencyPolicy``.
-
-    * ``Allow``: all start.
-    * ``Forbid``: a run is skipped (``counters.skipped``, Event ``RunSkipped``) while any run is active or
-      waiting for a retry, including one started earlier in the same pass - so of several new runs in one
-      pass only the first starts.
-    * ``Replace``: every active Job is deleted and every pending retry cancelled (their runs end as
-      ``Replaced``, Event ``RunReplaced``); of several new runs in one pass only the newest starts and the
-      older ones are recorded as ``Replaced`` with 0 attempts (never started) and counted as skipped.
-
-    * ``BufferOne`` / ``BufferAll``: a run due while another is active or waiting for a retry, or while
-      runs are buffered, waits in ``status.buffered`` (:mod:`.buffers`).
-
-    A run that is already active, pending or buffered (a second trigger within the same second), one that
-    already ran (in ``recentRuns`` with an attempt: a time a backfill ran before the schedule reached it)
-    and one that would exceed ``MAX_ACTIVE`` are skipped too.
-    """
-    policy = draft.spec.concurrency_policy
-    todo = list(new_runs)
-    if policy is ConcurrencyPolicy.REPLACE and todo:
-        *older, newest = todo
-        for nominal, trigger, manual in older:
-            draft.record(
-                RunRecord(
-                    scheduled_time=nominal,
-                    attempts=0,
-                    result=RunResult.REPLACED,
-                    trigger=trigger,
-                    finished_at=draft.now,
-                    manual=manual,
-                )
-            )
-        draft.count(StatusCounter.SKIPPED, len(older))
-        if older:
-            draft.emit(EventReason.RUN_REPLACED, f"{len(older)} due run(s) replaced by a newer one before starting")
-        replacements.replace_all(draft, observed)
-        todo = [newest]
-    ran = {(r.scheduled_time, r.manual) for r in draft.recent if r.attempts}
-    for nominal, trigger, manual in todo:
-        label = f"{'manual run' if manual else 'run'} {runs.when(nominal)}"
-        key = (nominal, manual)
-        busy = policy is ConcurrencyPolicy.FORBID and draft.busy
-        if busy or key in draft.keys_in_flight() or key in ran:
-            draft.count(StatusCounter.SKIPPED)
-            why = "another run is active or waiting for a retry (concurrencyPolicy Forbid)"
-            if not busy:
-                why = "it is already running or waiting" if key not in ran else "it already ran"
-            draft.emit(EventReason.RUN_SKIPPED, f"Skipped {label}: {why}", warning=True)
-            continue
-        if policy in buffers.BUFFERING and (draft.busy or draft.buffered):
-            buffers.buffer(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
-            continue
-        if len(draft.active) >= MAX_ACTIVE:
-            draft.count(StatusCounter.SKIPPED)
-            draft.emit(EventReason.RUN_SKIPPED, f"Skipped {label}: too many active runs", warning=True)
-            continue
-        runs.start_run(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
-
-
-def _finish_one_off(draft: Draft) -> bool:
-    """Complete a finite source's object (a one-off) whose run ended; returns whether it is complete."""
-    last = draft.when.last
-    if not draft.when.finite or last is None:
-        return False
-    found = conditions.find(draft.conditions, ConditionType.COMPLETE)
-    if found is not None and found.status == ConditionStatus.TRUE:
-        complete = True
-    else:
-        handled = due.handled_all(draft)
-        if handled and (last, False) not in draft.keys_in_flight():
-            outcome = draft.one_off_outcome or _outcome_from_history(draft, last)
-            _put(draft, ConditionType.COMPLETE, ConditionStatus.TRUE, outcome, _complete_message(outcome))
-            draft.finished_at = draft.now
-            draft.emit(EventReason.COMPLETED, f"Completed: {outcome}")
-            complete = True
-        else:
-            _put(draft, ConditionType.COMPLETE, ConditionStatus.FALSE, ConditionReason.PENDING, "the run has not ended")
-            complete = False
-    ttl = draft.spec.ttl_seconds_after_finished
-    expired = (
-        ttl is not None and draft.finished_at is not None and draft.now >= draft.finished_at + timedelta(seconds=ttl)
-    )
-    if complete and expired and not draft.keys_in_flight():
-        draft.actions.append(DeleteScheduledJob(reason=_TTL_REASON))
-    return complete
-
-
-def _outcome_from_history(draft: Draft, nominal: datetime) -> CompleteReason:
-    for record in reversed(draft.recent):
-        if record.scheduled_time == nominal and not record.manual:
-            if record.result is RunResult.SUCCEEDED:
-                return CompleteReason.SUCCEEDED
-            if record.result is RunResult.DEAD_LETTERED:
-                return CompleteReason.DEAD_LETTERED
-    return CompleteReason.MISSED
-
-
-def _complete_message(outcome: CompleteReason) -> str:
-    return {
-        CompleteReason.SUCCEEDED: "the run succeeded",
-        CompleteReason.DEAD_LETTERED: "the run was dead-lettered",
-        CompleteReason.MISSED: "the run was missed and never started",
-    }[outcome]
-
-
-def _put(
-    draft: Draft,
-    kind: ConditionType,
-    status: ConditionStatus,
-    reason: ConditionReason | CompleteReason | DeadLetterReason,
-    message: str,
-) -> None:
-    conditions.put(
-        draft.conditions,
-        kind=kind,
-        status=status,
-        reason=reason,
-        message=message,
-        now=draft.now,
-        generation=draft.generation,
-    )
-
-
-def _conditions(draft: Draft, *, finished: bool) -> None:
-    spec = draft.spec
-    if spec.suspend:
-        _put(draft, ConditionType.SUSPENDED, ConditionStatus.TRUE, ConditionReason.SUSPENDED, "spec.suspend is true")
-    elif draft.circuit_open:
-        _put(
-            draft,
-            ConditionType.SUSPENDED,
-            ConditionStatus.TRUE,
-            ConditionReason.CONSECUTIVE_DEAD_LETTERS,
-            _circuit_message(draft),
-        )
-    else:
-        _put(draft, ConditionType.SUSPENDED, ConditionStatus.FALSE, ConditionReason.NOT_SUSPENDED, "")
-    if draft.dead_letters:
-        newest = draft.dead_letters[-1]
-        _put(
-            draft,
-            ConditionType.DEAD_LETTERED,
-            ConditionStatus.TRUE,
-            newest.reason,
-            f"{len(draft.dead_letters)} dead-lettered run(s); newest {runs.when(newest.scheduled_time)}: "
-            f"{newest.message}",
-        )
-    else:
-        _put(draft, ConditionType.DEAD_LETTERED, ConditionStatus.FALSE, ConditionReason.NO_DEAD_LETTERS, "")
-    if finished:
-        complete = conditions.find(draft.conditions, ConditionType.COMPLETE)
-        why = complete.reason if complete is not None else ""
-        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.COMPLETE, f"completed: {why}")
-    elif spec.suspend:
-        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.SUSPENDED, "suspended by spec.suspend")
-    elif draft.circuit_open:
-        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.CIRCUIT_OPEN, _circuit_message(draft))
-    elif exclusions.put_calendar_condition(draft):
-        pass
-    else:
-        upcoming = draft.next_schedule_time
-        message = f"next run at {runs.when(upcoming)}" if upcoming is not None else "no further runs"
-        _put(draft, ConditionType.READY, ConditionStatus.TRUE, ConditionReason.SCHEDULED, message)
-
-
-def _circuit_message(draft: Draft) -> str:
-    return (
-        f"{draft.consecutive_dead_letters} consecutive dead-lettered runs "
-        f"(deadLetter.suspendAfter {draft.spec.dead_letter.suspend_after}): redrive them "
-        "(sundial.dev/redrive) or change the spec to resume"
-    )
 
 
 def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
@@ -356,13 +146,13 @@ def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
     for retry in draft.pending:
         if retry.not_before > now:
             candidates.append(retry.not_before)
-        elif age is not None and retry.trigger not in runs.AGELESS:
+        elif age is not None and retry.trigger not in attempts.AGELESS:
             candidates.append(max(now, retry.scheduled_time + age) + due.TICK)
     if backfills.in_progress(draft):
         candidates.append(now)
     reissue = draft.context.reissue_after
     candidates += [run.claimed_at + reissue for run in draft.active if not run.job_seen]
-    candidates += runs.overdue_deadlines(draft)
+    candidates += outcomes.overdue_deadlines(draft)
     ttl = draft.spec.ttl_seconds_after_finished
     if draft.finished_at is not None and ttl is not None:
         deadline = draft.finished_at + timedelta(seconds=ttl)

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from sundial.model import ActiveRun, BackfillProgress, RunRecord, RunResult, Trigger, names
-from sundial.planner import backfills
 from sundial.planner.actions import CreateJob
 from sundial.planner.manifests import idempotency_key
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.planning import plan
+from sundial.planner.requests import backfills
 from sundial.schedule import format_rfc3339
 
 from .builders import (

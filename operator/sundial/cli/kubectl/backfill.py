@@ -2,7 +2,7 @@
 
 The request is the ``sundial.dev/backfill`` annotation, a JSON token request in the §5 pattern; the
 operator runs every nominal time in ``[T1, T2]`` that has no run yet, with its scheduled run's Job name,
-and reports progress in ``status.backfills`` (see :mod:`sundial.planner.backfills`). The model, the planner and
+and reports progress in ``status.backfills`` (see :mod:`sundial.planner.requests.backfills`). The model, the planner and
 :mod:`.requests` are imported when the command runs, not at the plugin's start-up.
 """
 
@@ -70,7 +70,7 @@ def summary(name: str, token: str, progress: Mapping[str, Any]) -> str:
 def run(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     from sundial.cli.kubectl.requests import annotate, request_token, wait_for  # noqa: PLC0415 - the model
     from sundial.model import names  # noqa: PLC0415 - only when the command runs
-    from sundial.planner import backfills  # noqa: PLC0415 - likewise
+    from sundial.planner.requests import backfills  # noqa: PLC0415 - likewise
     from sundial.schedule import format_rfc3339  # noqa: PLC0415 - likewise
 
     moment = now()

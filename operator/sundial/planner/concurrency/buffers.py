@@ -20,9 +20,9 @@ from datetime import datetime
 
 from sundial.model.enums import ConcurrencyPolicy, Trigger
 from sundial.model.status import MAX_BUFFERED, BufferedRun, StatusCounter
-from sundial.planner import runs
 from sundial.planner.actions import EventReason
-from sundial.planner.drafts import Draft
+from sundial.planner.runs import attempts
+from sundial.planner.status.drafts import Draft, NewRun
 
 BUFFERING = frozenset({ConcurrencyPolicy.BUFFER_ONE, ConcurrencyPolicy.BUFFER_ALL})
 """The concurrency policies that keep an overlapping run waiting instead of skipping it."""
@@ -36,7 +36,7 @@ def capacity(policy: ConcurrencyPolicy) -> int:
 def buffer(draft: Draft, *, scheduled_time: datetime, trigger: Trigger, manual: bool) -> bool:
     """Keep a due run waiting; returns False (and counts it skipped) when the buffer is full."""
     policy = draft.spec.concurrency_policy
-    label = f"{'manual run' if manual else 'run'} {runs.when(scheduled_time)}"
+    label = f"{'manual run' if manual else 'run'} {attempts.when(scheduled_time)}"
     limit = capacity(policy)
     if len(draft.buffered) >= limit:
         draft.count(StatusCounter.SKIPPED)
@@ -57,7 +57,7 @@ def buffer(draft: Draft, *, scheduled_time: datetime, trigger: Trigger, manual: 
     return True
 
 
-def release(draft: Draft) -> list[tuple[datetime, Trigger, bool]]:
+def release(draft: Draft) -> list[NewRun]:
     """Start the oldest buffered run if nothing is active or waiting for a retry (see the module docstring).
 
     Returns the runs to hand to the current policy as new due runs (only when it no longer buffers).
@@ -71,5 +71,5 @@ def release(draft: Draft) -> list[tuple[datetime, Trigger, bool]]:
     if draft.busy or draft.circuit_open or draft.closing:
         return []
     oldest = draft.buffered.pop(0)
-    runs.start_run(draft, scheduled_time=oldest.scheduled_time, trigger=oldest.trigger, manual=oldest.manual)
+    attempts.start_run(draft, scheduled_time=oldest.scheduled_time, trigger=oldest.trigger, manual=oldest.manual)
     return []

@@ -38,7 +38,7 @@ from datetime import datetime
 
 from sundial import schedule
 from sundial.model.enums import Trigger
-from sundial.planner.drafts import Draft
+from sundial.planner.status.drafts import Draft
 
 TICK = schedule.TICK
 EXCLUDED_LOOKAHEAD = 1000

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sundial import schedule
-from sundial.model.enums import CompleteReason, ConditionReason
+from sundial.model.enums import CompleteReason, ConditionReason, Trigger
 from sundial.model.resource import ScheduledJob
 from sundial.model.spec import ScheduledJobSpec
 from sundial.model.status import (
@@ -31,6 +31,8 @@ from sundial.planner.plans import Context
 
 RunKey = tuple[datetime, bool]
 """Identity of a run: (nominal time, manual)."""
+NewRun = tuple[datetime, Trigger, bool]
+"""A run handed to admission (:mod:`sundial.planner.concurrency`): (nominal time, trigger, manual)."""
 
 
 @dataclass

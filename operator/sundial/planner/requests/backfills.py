@@ -49,9 +49,9 @@ from sundial.model.status import (
 )
 from sundial.planner import manifests
 from sundial.planner.actions import EventReason
-from sundial.planner.drafts import Draft
 from sundial.planner.observed import ObservedJob
-from sundial.planner.runs import when
+from sundial.planner.runs.attempts import when
+from sundial.planner.status.drafts import Draft, NewRun
 
 DEFAULT_MAX_RUNS = 100
 MAX_MAX_RUNS = 1000
@@ -208,7 +208,7 @@ def in_progress(draft: Draft) -> bool:
     return any(not b.done for b in draft.backfills) and room(draft) > 0
 
 
-def runs_to_start(draft: Draft, observed: Mapping[str, ObservedJob]) -> list[tuple[datetime, Trigger, bool]]:
+def runs_to_start(draft: Draft, observed: Mapping[str, ObservedJob]) -> list[NewRun]:
     """The next runs of the oldest unfinished backfill that the concurrency policy admits now."""
     index = next((i for i, b in enumerate(draft.backfills) if not b.done), None)
     free = room(draft)

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from sundial.planner.actions import DeleteJob, DeleteReason
-from sundial.planner.drafts import Draft
 from sundial.planner.observed import JobPhase, ObservedJob
+from sundial.planner.status.drafts import Draft
 
 _EPOCH = datetime.min.replace(tzinfo=UTC)
 

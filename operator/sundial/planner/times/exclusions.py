@@ -15,9 +15,10 @@ from datetime import datetime
 
 from sundial.model.enums import ConditionStatus, ConditionType, RunResult, Trigger
 from sundial.model.status import RunRecord, StatusCounter
-from sundial.planner import conditions, runs
-from sundial.planner.actions import EventReason
-from sundial.planner.drafts import Draft
+from sundial.planner.actions import CONDITION_EVENTS, EventReason
+from sundial.planner.runs.attempts import when
+from sundial.planner.status import conditions
+from sundial.planner.status.drafts import Draft
 
 MAX_EXCLUDED_EVENTS = 10
 """``RunExcluded`` Events per pass, one per excluded time; beyond this one summary Event."""
@@ -39,7 +40,7 @@ def record(draft: Draft, excluded: Sequence[datetime]) -> None:
             )
         )
     for nominal in excluded[:MAX_EXCLUDED_EVENTS]:
-        draft.emit(EventReason.RUN_EXCLUDED, f"Excluded run {runs.when(nominal)}: not run (spec.exclude, calendarRefs)")
+        draft.emit(EventReason.RUN_EXCLUDED, f"Excluded run {when(nominal)}: not run (spec.exclude, calendarRefs)")
     more = len(excluded) - MAX_EXCLUDED_EVENTS
     if more > 0:
         draft.emit(EventReason.RUN_EXCLUDED, f"{more} more run(s) excluded")
@@ -60,5 +61,5 @@ def put_calendar_condition(draft: Draft) -> bool:
         generation=draft.generation,
     )
     if changed:
-        draft.emit(EventReason(reason.value), message, warning=True)
+        draft.emit(CONDITION_EVENTS[reason], message, warning=True)
     return True

@@ -1,19 +1,41 @@
 """``concurrencyPolicy: Replace``: the runs a new run replaces (DESIGN §4, §10.3).
 
-Every active attempt and pending retry ends as ``RunRecord(Replaced)``; only Jobs that were observed are
-deleted, each with a UID precondition (never by name alone).
+Of several new runs in one pass only the newest starts: the older ones end as ``RunRecord(Replaced)`` with 0
+attempts. Every active attempt and pending retry ends as ``RunRecord(Replaced)``; only Jobs that were observed
+are deleted, each with a UID precondition (never by name alone).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from sundial.model.enums import CompleteReason, RunResult
-from sundial.model.status import RunRecord
+from sundial.model.status import RunRecord, StatusCounter
 from sundial.planner.actions import DeleteJob, DeleteReason, EventReason
-from sundial.planner.drafts import Draft
 from sundial.planner.observed import JobPhase, ObservedJob
-from sundial.planner.runs import note_one_off, run_record
+from sundial.planner.runs.attempts import note_one_off, run_record
+from sundial.planner.status.drafts import Draft, NewRun
+
+
+def replace(draft: Draft, new_runs: Sequence[NewRun], jobs: Mapping[str, ObservedJob]) -> NewRun:
+    """The newest of ``new_runs`` replaces the older ones (never started) and every earlier run; returns it."""
+    *older, newest = new_runs
+    for nominal, trigger, manual in older:
+        draft.record(
+            RunRecord(
+                scheduled_time=nominal,
+                attempts=0,
+                result=RunResult.REPLACED,
+                trigger=trigger,
+                finished_at=draft.now,
+                manual=manual,
+            )
+        )
+    draft.count(StatusCounter.SKIPPED, len(older))
+    if older:
+        draft.emit(EventReason.RUN_REPLACED, f"{len(older)} due run(s) replaced by a newer one before starting")
+    replace_all(draft, jobs)
+    return newest
 
 
 def replace_all(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:

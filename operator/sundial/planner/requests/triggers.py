@@ -18,8 +18,8 @@ from sundial.model import names
 from sundial.model.enums import Trigger
 from sundial.model.status import PendingRetry
 from sundial.planner.actions import EventReason
-from sundial.planner.drafts import Draft
-from sundial.planner.runs import when
+from sundial.planner.runs.attempts import when
+from sundial.planner.status.drafts import Draft
 
 
 def redrive(draft: Draft) -> None:

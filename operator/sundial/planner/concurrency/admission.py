@@ -1,0 +1,98 @@
+"""Admission of new runs (schedule, catch-up, manual, backfill) under ``concurrencyPolicy`` (DESIGN §4, §10.2).
+
+Every policy is one case of :func:`admit`'s ``match``, as the CronJob controller keeps them side by side:
+
+* ``Allow``: all start.
+* ``Forbid``: a run is skipped (``counters.skipped``, Event ``RunSkipped``) while any run is active or
+  waiting for a retry, including one started earlier in the same pass - so of several new runs in one
+  pass only the first starts.
+* ``Replace``: every active Job is deleted and every pending retry cancelled (their runs end as
+  ``Replaced``, Event ``RunReplaced``); of several new runs in one pass only the newest starts and the
+  older ones are recorded as ``Replaced`` with 0 attempts (never started) and counted as skipped
+  (:mod:`.replacements`).
+* ``BufferOne`` / ``BufferAll``: a run due while another is active or waiting for a retry, or while
+  runs are buffered, waits in ``status.buffered`` (:mod:`.buffers`).
+
+Under every policy a run that is already active, pending or buffered (a second trigger within the same
+second), one that already ran (in ``recentRuns`` with an attempt: a time a backfill ran before the schedule
+reached it) and one that would exceed ``MAX_ACTIVE`` are skipped too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import assert_never
+
+from sundial.model.enums import ConcurrencyPolicy
+from sundial.model.status import MAX_ACTIVE, StatusCounter
+from sundial.planner.actions import EventReason
+from sundial.planner.concurrency import buffers, replacements
+from sundial.planner.observed import ObservedJob
+from sundial.planner.runs.attempts import start_run, when
+from sundial.planner.status.drafts import Draft, NewRun, RunKey
+
+_FORBIDDEN = "another run is active or waiting for a retry (concurrencyPolicy Forbid)"
+
+
+def admit(draft: Draft, new_runs: Sequence[NewRun], observed: dict[str, ObservedJob]) -> None:
+    """Start, skip, replace with or buffer each of ``new_runs`` under ``concurrencyPolicy`` (the module docstring)."""
+    policy = draft.spec.concurrency_policy
+    match policy:
+        case ConcurrencyPolicy.ALLOW:
+            ran = _ran(draft)
+            for run in new_runs:
+                _start(draft, run, ran)
+        case ConcurrencyPolicy.FORBID:
+            ran = _ran(draft)
+            for run in new_runs:
+                if draft.busy:
+                    _skip(draft, run, _FORBIDDEN)
+                else:
+                    _start(draft, run, ran)
+        case ConcurrencyPolicy.REPLACE:
+            if new_runs:
+                newest = replacements.replace(draft, new_runs, observed)
+                _start(draft, newest, _ran(draft))
+        case ConcurrencyPolicy.BUFFER_ONE | ConcurrencyPolicy.BUFFER_ALL:
+            ran = _ran(draft)
+            for run in new_runs:
+                nominal, trigger, manual = run
+                if why := _duplicate(draft, run, ran):
+                    _skip(draft, run, why)
+                elif draft.busy or draft.buffered:
+                    buffers.buffer(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
+                else:
+                    _start(draft, run, ran)
+        case _:
+            assert_never(policy)
+
+
+def _ran(draft: Draft) -> set[RunKey]:
+    """The runs that already ran (in ``recentRuns`` with an attempt)."""
+    return {(r.scheduled_time, r.manual) for r in draft.recent if r.attempts}
+
+
+def _duplicate(draft: Draft, run: NewRun, ran: set[RunKey]) -> str:
+    """Why ``run`` is not new ("" when it is): it already ran, or it is active, pending or buffered."""
+    nominal, _, manual = run
+    key = (nominal, manual)
+    if key in ran:
+        return "it already ran"
+    return "it is already running or waiting" if key in draft.keys_in_flight() else ""
+
+
+def _start(draft: Draft, run: NewRun, ran: set[RunKey]) -> None:
+    """Start ``run`` unless it is a duplicate or too many runs are active."""
+    why = _duplicate(draft, run, ran) or ("too many active runs" if len(draft.active) >= MAX_ACTIVE else "")
+    if why:
+        _skip(draft, run, why)
+        return
+    nominal, trigger, manual = run
+    start_run(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
+
+
+def _skip(draft: Draft, run: NewRun, why: str) -> None:
+    nominal, _, manual = run
+    draft.count(StatusCounter.SKIPPED)
+    label = f"{'manual run' if manual else 'run'} {when(nominal)}"
+    draft.emit(EventReason.RUN_SKIPPED, f"Skipped {label}: {why}", warning=True)
