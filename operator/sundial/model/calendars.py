@@ -1,4 +1,4 @@
-"""Excluded times (``spec.exclude``) and the ``ScheduleCalendar`` that many ScheduledJobs share (DESIGN §10.1).
+"""Excluded times (``spec.exclude``) and the ``ScheduleCalendar`` that many ScheduledJobs share (DESIGN §3.2).
 
 An exclude entry is exactly one of ``{dates: [YYYY-MM-DD...]}``, ``{from: T, to: T}`` (each an RFC 3339
 timestamp or a local date; both inclusive, a date ``to`` covering its whole day) or ``{schedule: "<cron>"}``.

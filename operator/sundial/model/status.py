@@ -109,7 +109,7 @@ class BufferedRun(StatusModel):
 
 
 class BackfillProgress(StatusModel):
-    """One ``sundial.dev/backfill`` request: every nominal time in ``[from, to]`` runs once (DESIGN §10.2)."""
+    """One ``sundial.dev/backfill`` request: every nominal time in ``[from, to]`` runs once (DESIGN §4.2)."""
 
     token: str
     from_: Timestamp = Field(alias="from")

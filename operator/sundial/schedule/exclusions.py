@@ -1,4 +1,4 @@
-"""Excluded nominal times: dates, ranges and cron masks read in a time zone (DESIGN §10.1, ``spec.exclude``).
+"""Excluded nominal times: dates, ranges and cron masks read in a time zone (DESIGN §3.2, ``spec.exclude``).
 
 An :class:`Exclusion` answers one question, "is this nominal instant excluded?", for the union of its rules:
 

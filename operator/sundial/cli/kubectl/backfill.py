@@ -1,4 +1,4 @@
-"""``kubectl sundial backfill NAME --from T1 --to T2``: request a backfill (DESIGN §10.2) and follow it.
+"""``kubectl sundial backfill NAME --from T1 --to T2``: request a backfill (DESIGN §4.2) and follow it.
 
 The request is the ``sundial.dev/backfill`` annotation, a JSON token request in the §5 pattern; the
 operator runs every nominal time in ``[T1, T2]`` that has no run yet, with its scheduled run's Job name,

@@ -1,4 +1,4 @@
-"""Admission of new runs (schedule, catch-up, manual, backfill) under ``concurrencyPolicy`` (DESIGN §4, §10.2).
+"""Admission of new runs (schedule, catch-up, manual, backfill) under ``concurrencyPolicy`` (DESIGN §4, §4.1, §4.2).
 
 Every policy is one case of :func:`admit`'s ``match``, as the CronJob controller keeps them side by side:
 

@@ -1,4 +1,4 @@
-"""Buffered overlap: ``concurrencyPolicy: BufferOne | BufferAll`` (DESIGN §10.2, Temporal's ``BUFFER_ONE`` /
+"""Buffered overlap: ``concurrencyPolicy: BufferOne | BufferAll`` (DESIGN §4.1, Temporal's ``BUFFER_ONE`` /
 ``BUFFER_ALL``).
 
 A new run that comes due while another run is active or waiting for a retry (or while earlier runs are

@@ -1,4 +1,4 @@
-"""``concurrencyPolicy: Replace``: the runs a new run replaces (DESIGN §4, §10.3).
+"""``concurrencyPolicy: Replace``: the runs a new run replaces (DESIGN §4, §7.3).
 
 Of several new runs in one pass only the newest starts: the older ones end as ``RunRecord(Replaced)`` with 0
 attempts. Every active attempt and pending retry ends as ``RunRecord(Replaced)``; only Jobs that were observed

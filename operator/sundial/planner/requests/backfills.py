@@ -1,4 +1,4 @@
-"""Backfill by annotation (DESIGN §10.2, the §5 token pattern): run the nominal times of a past range once.
+"""Backfill by annotation (DESIGN §4.2, the §5 token pattern): run the nominal times of a past range once.
 
 ``sundial.dev/backfill`` holds ``{"token": "...", "from": T1, "to": T2, "maxRuns": N}`` (RFC 3339 times,
 ``maxRuns`` 1-1000, default 100). A new token is handled once and echoed in ``status.lastHandledBackfill``:

@@ -1,4 +1,4 @@
-"""Excluded nominal times and missing ScheduleCalendars in one pass (DESIGN §10.1).
+"""Excluded nominal times and missing ScheduleCalendars in one pass (DESIGN §3.1, §3.2).
 
 An excluded time is recorded in ``recentRuns`` (result ``Excluded``, 0 attempts), counted
 (``counters.excluded``) and announced with a Normal ``RunExcluded`` Event (one per time, up to

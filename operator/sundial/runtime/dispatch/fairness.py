@@ -3,7 +3,7 @@
 10,000 objects of one namespace due at midnight wait their turn behind one object of each other
 namespace, instead of in front of all of them. Within a namespace, keys keep arrival order; a key is
 queued at most once. :class:`PriorityQueue` puts a :class:`FairQueue` per priority behind an ageing
-choice between priorities (DESIGN §10.1).
+choice between priorities (DESIGN §4.3).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class FairQueue:
 
 
 AGEING_STEP = timedelta(seconds=1)
-"""Waiting this long raises a queued key's effective priority by one (DESIGN §10.1: nothing starves)."""
+"""Waiting this long raises a queued key's effective priority by one (DESIGN §4.3: nothing starves)."""
 
 
 class PriorityQueue:

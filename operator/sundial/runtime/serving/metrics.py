@@ -208,7 +208,7 @@ class EventMetrics:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FencingMetrics:
-    """Writes the API server refused or found squatted (DESIGN §10.3)."""
+    """Writes the API server refused or found squatted (DESIGN §7.1, §7.3)."""
 
     unexpected_jobs: Counter
     """``sundial_unexpected_jobs``: Job creates that found a Job not controlled by the ScheduledJob."""

@@ -1,4 +1,4 @@
-"""ScheduleCalendars as the watch sees them, and which ScheduledJobs refer to each (DESIGN §10.1).
+"""ScheduleCalendars as the watch sees them, and which ScheduledJobs refer to each (DESIGN §3.2).
 
 Calendars are kept parsed (they are few and small). The reverse index maps a calendar, by (namespace, name),
 to the keys of the ScheduledJobs whose ``spec.calendarRefs`` name it - whether the calendar exists or not,
