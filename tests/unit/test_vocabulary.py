@@ -121,7 +121,7 @@ def test_the_metrics_table_counts_every_status_counter_but_runs() -> None:
 def test_condition_reasons_that_are_also_event_reasons_share_the_value() -> None:
     # An invalid spec emits a Warning Event named after the Ready=False condition's reason.
     for reason in (enums.ConditionReason.INVALID_SCHEDULE, enums.ConditionReason.INVALID_SPEC):
-        assert actions.EventReason(reason) == reason
+        assert actions.CONDITION_EVENTS[reason] == reason
 
 
 def test_the_event_reasons_of_design_section_8_exist() -> None:
@@ -144,7 +144,7 @@ def test_the_calendar_kind_and_plural_keep_their_wire_values() -> None:
 def test_calendar_condition_reasons_are_also_event_reasons() -> None:
     # A missing or invalid calendar emits a Warning Event named after the Ready=False condition's reason.
     for reason in (enums.ConditionReason.CALENDAR_NOT_FOUND, enums.ConditionReason.INVALID_CALENDAR):
-        assert actions.EventReason(reason) == reason
+        assert actions.CONDITION_EVENTS[reason] == reason
 
 
 def test_excluded_runs_have_their_metric() -> None:
