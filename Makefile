@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 SANDBOX_DIR ?= .sundial/sandbox
 PYTEST_ARGS ?=
 
-.PHONY: dev test bench venv controlplane helm promtool image lock release lint typecheck imports unit e2e check-crds clean
+.PHONY: dev test bench venv controlplane helm promtool kube-state-metrics argocd-lua image lock release lint typecheck imports unit e2e check-crds clean
 
 ## Runs Sundial on a local sandbox cluster with example ScheduledJobs firing (Ctrl-C stops it).
 dev: venv controlplane
@@ -15,7 +15,7 @@ dev: venv controlplane
 
 ## The whole test suite: quality gates, unit tests and end-to-end tests on a real control plane (the
 ## e2e suite runs the operator from the image that `make image` builds, or reuses from its cache).
-test: venv controlplane helm promtool image lint typecheck imports check-crds
+test: venv controlplane helm promtool kube-state-metrics argocd-lua image lint typecheck imports check-crds
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 ## The benchmark suite (issue 6): all five scenarios at full size, results in bench/results/<UTC time>/.
@@ -46,6 +46,16 @@ helm:
 ## promtool, built once from Prometheus' Go module and cached outside the repo (the alert rule tests use it).
 promtool:
 	bash tools/promtool/build.sh
+
+## kube-state-metrics, built once from its Go module and cached outside the repo (the e2e test of
+## config/kube-state-metrics runs it against the sandbox).
+kube-state-metrics:
+	bash tools/kube-state-metrics/build.sh
+
+## argocd-lua (tools/argocd-lua: Argo CD's Lua setup on gopher-lua), built once and cached outside the repo
+## (the Argo CD customization tests run every script in it).
+argocd-lua:
+	bash tools/argocd-lua/build.sh
 
 ## The operator image, built without a Docker engine (mmdebstrap + podman) from the hash-pinned lock and
 ## cached outside the repo by its inputs; the last line printed is the OCI archive's path. See tools/image/.

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Build one binary of a Go module once and cache it outside the repo, keyed by the module's version: the part
-# tools/helm/build.sh and tools/promtool/build.sh share (sourced by both, never run on its own).
+# the single-binary tools/*/build.sh scripts share (sourced by them, never run on its own).
 #
 # The sourcing script (under `set -euo pipefail`) sets
 #   GOBUILD_NAME      the binary's name, its cache folder and the log prefix (e.g. helm)
@@ -14,6 +14,15 @@
 #   gobuild_install FLAG... PACKAGE@VERSION
 #                                `go install -p $jobs -trimpath FLAG... PACKAGE@VERSION`, the binary moved to
 #                                $gobuild_bin.
+#   gobuild_module MODULE@VERSION PACKAGE FLAG...
+#                                instead of gobuild_install, for a module whose go.mod has directives that
+#                                `go install pkg@version` refuses (or whose version list the proxy does not
+#                                serve): `go mod download` MODULE@VERSION, then `go build` PACKAGE (relative to
+#                                the module, e.g. `.`) inside the downloaded (read-only) module directory, from
+#                                its own go.mod and go.sum, into $gobuild_bin. Sets $gobuild_module_dir.
+#   gobuild_dir DIR PACKAGE FLAG...
+#                                `go build` PACKAGE of the main module in DIR (a module of this repo, e.g.
+#                                tools/argocd-lua) into $gobuild_bin.
 #   gobuild_end                  once the script has written $gobuild_stamp (it must hold the line
 #                                BUILD_RECIPE=$BUILD_RECIPE): log the build time, print $gobuild_bin.
 #
@@ -76,6 +85,22 @@ gobuild_install() {
   "$GO" install -p "$jobs" -trimpath "$@"
   mv -f "$GOBIN/$GOBUILD_NAME" "$gobuild_bin"
   rmdir "$GOBIN" 2>/dev/null || true
+}
+
+gobuild_module() {
+  local module="$1" package="$2"
+  shift 2
+  gobuild_module_dir="$("$GO" mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+  [[ -f "$gobuild_module_dir/go.mod" ]] || die "could not download $module"
+  gobuild_dir "$gobuild_module_dir" "$package" "$@"
+}
+
+gobuild_dir() {
+  local dir="$1" package="$2"
+  shift 2
+  log "building $package in $dir with $("$GO" env GOVERSION), -p $jobs"
+  (cd "$dir" && "$GO" build -p "$jobs" -trimpath -mod=readonly "$@" -o "$gobuild_bin.tmp" "$package")
+  mv -f "$gobuild_bin.tmp" "$gobuild_bin"
 }
 
 gobuild_end() {

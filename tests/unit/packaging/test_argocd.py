@@ -4,8 +4,14 @@
 ``resource_customizations/``: ``health.lua`` with ``health_test.yaml`` and ``testdata/``, and
 ``actions/discovery.lua``, ``actions/<name>/action.lua`` with ``actions/action_test.yaml`` and
 ``actions/testdata/``. This module is the runner for those YAML files (Argo CD's are
-``util/lua/health_test.go`` and ``custom_actions_test.go``): every script runs in Lua 5.1 (lupa) inside
-``argocd_vm.lua``, a VM with what Argo CD opens for argocd-cm customizations and nothing more.
+``util/lua/health_test.go`` and ``custom_actions_test.go``). Every script runs in ``argocd-lua``
+(tools/argocd-lua: gopher-lua and gopher-json at Argo CD's versions, set up as ``util/lua/lua.go`` sets them
+up: the libraries it opens, its safe ``os``, the 1 s deadline, its decoding of results), in both of Argo CD's
+modes: all libraries open (its own health and discovery tests) and only the few it opens itself (its action
+tests, and every script in production: argocd-cm customizations without ``useOpenLibs``).
+
+argocd-lua is built by ``make argocd-lua`` (``make test`` runs it) and cached outside the repo; these tests
+find it at $SUNDIAL_ARGOCD_LUA or in that cache and skip (saying how to get it) when it is missing.
 
 ``config/argocd/argocd-cm-patch.yaml`` embeds the Lua files; it is rendered by this module:
 
@@ -14,16 +20,15 @@
 
 from __future__ import annotations
 
-import copy
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 import yaml
@@ -35,76 +40,92 @@ from sundial.model.resource import GROUP, KIND, parse_spec, parse_status
 ROOT = Path(__file__).resolve().parents[3]
 ARGOCD = ROOT / "config" / "argocd"
 CUSTOMIZATION = ARGOCD / "resource_customizations" / GROUP / KIND
+HARNESS = ROOT / "tools" / "argocd-lua"
 GROUP_KIND = f"{GROUP}_{KIND}"
 HEALTH_KEY = f"resource.customizations.health.{GROUP_KIND}"
 ACTIONS_KEY = f"resource.customizations.actions.{GROUP_KIND}"
 IGNORE_UPDATES_KEY = f"resource.customizations.ignoreResourceUpdates.{GROUP_KIND}"
 IGNORE_DIFFERENCES_KEY = f"resource.customizations.ignoreDifferences.{GROUP_KIND}"
 ACTIONS = ("trigger", "redrive")
-#: The VM's clock for os.time / os.date: 2027-01-15T08:00:00Z.
-NOW = int(datetime(2027, 1, 15, 8, tzinfo=UTC).timestamp())
-#: Argo CD stops a script after 1 s; an instruction budget stands in for that deadline.
-INSTRUCTION_BUDGET = 1_000_000
 #: gitops-engine's HealthStatusCode values; anything else becomes Unknown (lua.go, isValidHealthStatusCode).
 HEALTH_STATUSES = frozenset({"Unknown", "Progressing", "Suspended", "Healthy", "Degraded", "Missing"})
 SCRIPTS = ("health.lua", "actions/discovery.lua", *(f"actions/{a}/action.lua" for a in ACTIONS))
+#: Argo CD's two setups: ``open`` = UseOpenLibs (its health and discovery tests), ``closed`` = production and its
+#: action tests.
+MODES = ("open", "closed")
 
 
 def script(relative: str) -> str:
     return (CUSTOMIZATION / relative).read_text()
 
 
+class _StringTimes(yaml.SafeLoader):
+    """YAML as sigs.k8s.io/yaml (Argo CD's test reader) reads it: unquoted times stay strings."""
+
+
+_StringTimes.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def load_yaml(path: Path) -> Any:
-    return yaml.safe_load(path.read_text())
+    return yaml.load(path.read_text(), Loader=_StringTimes)
 
 
 # --- the VM ----------------------------------------------------------------------------------------
 
-LuaRunner = Callable[[str, dict[str, Any]], Any]
+
+class LuaError(Exception):
+    pass
+
+
+class LuaRunner(Protocol):
+    def __call__(
+        self, kind: str, source: str, obj: dict[str, Any], *, mode: str, params: dict[str, str] | None = None
+    ) -> Any: ...
+
+
+def harness_path() -> Path:
+    """Where tools/argocd-lua/build.sh caches the binary for these sources."""
+    digest = hashlib.sha256(b"".join((HARNESS / f).read_bytes() for f in ("main.go", "go.mod", "go.sum")))
+    pinned = re.search(r"^\s*github\.com/yuin/gopher-lua (v\S+)$", (HARNESS / "go.mod").read_text(), re.MULTILINE)
+    assert pinned, "tools/argocd-lua/go.mod pins no gopher-lua"
+    cache = Path(os.environ.get("SUNDIAL_CACHE_DIR") or Path.home() / ".cache" / "sundial")
+    return cache / "argocd-lua" / f"gopher-lua-{pinned.group(1)}-{digest.hexdigest()[:16]}" / "argocd-lua"
 
 
 @pytest.fixture(scope="module")
 def run_lua() -> LuaRunner:
-    """Runs a script against an object and returns what it returned, decoded as gopher-json would."""
-    lupa = pytest.importorskip("lupa.lua51", reason="lupa (pinned in the dev extras) is not installed")
-    runtime = lupa.LuaRuntime(unpack_returned_tuples=True)
-    vm = runtime.execute((Path(__file__).with_name("argocd_vm.lua")).read_text())
+    """Runs a script against an object in argocd-lua and returns what Argo CD makes of its result: a health
+    status, the impacted resources of an action, the offered actions, or (kind ``value``) the returned value
+    as gopher-json encodes it. Raises LuaError with Argo CD's error message."""
+    binary = os.environ.get("SUNDIAL_ARGOCD_LUA") or str(harness_path())
+    if not os.access(binary, os.X_OK):
+        pytest.skip(
+            "argocd-lua not built: run `make argocd-lua` (bash tools/argocd-lua/build.sh), or set SUNDIAL_ARGOCD_LUA"
+        )
 
-    def decode(value: Any) -> Any:
-        # gopher-json: a table whose keys are exactly 1..n is an array, an empty table is [].
-        if lupa.lua_type(value) != "table":
-            return int(value) if isinstance(value, float) and value.is_integer() else value
-        items = dict(value.items())
-        if sorted(items, key=repr) == sorted(range(1, len(items) + 1), key=repr):
-            return [decode(items[i]) for i in range(1, len(items) + 1)]
-        return {str(k): decode(v) for k, v in items.items()}
-
-    def run(source: str, obj: dict[str, Any]) -> Any:
-        lua_obj = runtime.table_from(copy.deepcopy(obj), recursive=True)
-        return decode(vm(source, lua_obj, runtime.table(), NOW, INSTRUCTION_BUDGET))
+    def run(kind: str, source: str, obj: dict[str, Any], *, mode: str, params: dict[str, str] | None = None) -> Any:
+        request = {"kind": kind, "script": source, "obj": obj, "params": params or {}, "openLibs": mode == "open"}
+        done = subprocess.run(
+            [binary], input=json.dumps([request]), capture_output=True, text=True, check=False, timeout=30
+        )
+        assert done.returncode == 0, done.stderr
+        (response,) = json.loads(done.stdout)
+        if "error" in response:
+            raise LuaError(response["error"])
+        return response["result"]
 
     return run
 
 
-def health_of(result: Any) -> dict[str, str]:
-    """ExecuteHealthLua: an empty table or nil is an empty status, an unknown status is Unknown."""
-    if result is None or result == []:
-        return {}
-    assert isinstance(result, dict), f"expect table output from Lua script, not {result!r}"
-    if result.get("status") not in HEALTH_STATUSES:
-        return {"status": "Unknown", "message": "Lua returned an invalid health status"}
-    return {k: v for k, v in result.items() if k in ("status", "message") and v != ""}
-
-
-def cleaned(new: Any, old: Any) -> Any:
-    """lua.go cleanReturnedObj: an empty table that was an object before the script stays an object."""
-    if isinstance(new, dict) and isinstance(old, dict):
-        return {k: cleaned(v, old[k]) if k in old else v for k, v in new.items()}
-    if isinstance(new, list) and isinstance(old, dict) and not new:
-        return old
-    if isinstance(new, list) and isinstance(old, list):
-        return [cleaned(v, old[i]) if i < len(old) else v for i, v in enumerate(new)]
-    return new
+def patched(impacted: Any) -> dict[str, Any]:
+    """The object an old-style action returned, as Argo CD patches it."""
+    assert isinstance(impacted, list) and len(impacted) == 1, impacted
+    assert impacted[0]["operation"] == "patch"
+    obj: dict[str, Any] = impacted[0]["resource"]
+    return obj
 
 
 # --- health_test.yaml ------------------------------------------------------------------------------
@@ -112,10 +133,11 @@ def cleaned(new: Any, old: Any) -> Any:
 HEALTH_TESTS: list[dict[str, Any]] = load_yaml(CUSTOMIZATION / "health_test.yaml")["tests"]
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("test", HEALTH_TESTS, ids=[t["inputPath"] for t in HEALTH_TESTS])
-def test_health(run_lua: LuaRunner, test: dict[str, Any]) -> None:
+def test_health(run_lua: LuaRunner, test: dict[str, Any], mode: str) -> None:
     obj = load_yaml(CUSTOMIZATION / test["inputPath"])
-    assert health_of(run_lua(script("health.lua"), obj)) == test["healthStatus"]
+    assert run_lua("health", script("health.lua"), obj, mode=mode) == test["healthStatus"]
 
 
 def test_every_health_testdata_file_is_tested() -> None:
@@ -159,15 +181,22 @@ def contains(whole: Any, part: Any) -> bool:
 ACTION_TESTS: dict[str, list[dict[str, Any]]] = load_yaml(CUSTOMIZATION / "actions" / "action_test.yaml")
 
 
+def _action(entry: dict[str, Any]) -> dict[str, Any]:
+    """A ResourceAction as Go compares them (absent fields are their zero values)."""
+    return {"disabled": False, "params": [], "iconClass": "", "displayName": "", **entry}
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     "test", ACTION_TESTS["discoveryTests"], ids=[t["inputPath"] for t in ACTION_TESTS["discoveryTests"]]
 )
-def test_action_discovery(run_lua: LuaRunner, test: dict[str, Any]) -> None:
+def test_action_discovery(run_lua: LuaRunner, test: dict[str, Any], mode: str) -> None:
     obj = load_yaml(CUSTOMIZATION / "actions" / test["inputPath"])
-    found = run_lua(script("actions/discovery.lua"), obj)
-    offered = [] if found == [] else [{"name": name, **action} for name, action in found.items()]
+    offered = run_lua("discovery", script("actions/discovery.lua"), obj, mode=mode)
     # Argo CD's runner checks that each offered action is listed; this one also checks the converse.
-    assert sorted(offered, key=lambda a: a["name"]) == sorted(test["result"], key=lambda a: a["name"])
+    assert sorted(map(_action, offered), key=lambda a: a["name"]) == sorted(
+        map(_action, test["result"]), key=lambda a: a["name"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -175,11 +204,13 @@ def test_action_discovery(run_lua: LuaRunner, test: dict[str, Any]) -> None:
     ACTION_TESTS["actionTests"],
     ids=[f"{t['action']}/{t['inputPath']}" for t in ACTION_TESTS["actionTests"]],
 )
-def test_action(run_lua: LuaRunner, test: dict[str, Any]) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_action(run_lua: LuaRunner, test: dict[str, Any], mode: str) -> None:
+    # Exact comparison, as Argo CD's runner compares (it masks time-based fields only of kinds it knows):
+    # the actions use no clock.
     before = load_yaml(CUSTOMIZATION / "actions" / test["inputPath"])
-    after = run_lua(script(f"actions/{test['action']}/action.lua"), before)
-    assert isinstance(after, dict), "an old-style action returns the patched object"
-    assert cleaned(after, before) == load_yaml(CUSTOMIZATION / "actions" / test["expectedOutputPath"])
+    after = run_lua("action", script(f"actions/{test['action']}/action.lua"), before, mode=mode)
+    assert patched(after) == load_yaml(CUSTOMIZATION / "actions" / test["expectedOutputPath"])
 
 
 def test_every_action_is_tested_and_discovered() -> None:
@@ -190,15 +221,33 @@ def test_every_action_is_tested_and_discovered() -> None:
     assert discovered == actions
 
 
-def test_an_action_always_changes_the_token_even_within_one_second(run_lua: LuaRunner) -> None:
-    # The operator acts when the annotation differs from status.lastHandled*: a request must change it.
-    obj = load_yaml(CUSTOMIZATION / "actions" / "testdata" / "scheduledjob.yaml")
+@pytest.mark.parametrize(
+    ("token", "handled", "new"),
+    [
+        (None, None, "1"),
+        ("1", None, "2"),
+        ("4", "4", "5"),
+        (None, "7", "8"),  # the annotation dropped (e.g. by a Replace sync) after the operator handled 7
+        ("2", "7", "8"),
+        ("2027-01-15T08:00:00Z", "2027-01-15T08:00:00Z", "1"),  # kubectl sundial's time tokens count as 0
+        ("9", "2027-01-15T08:00:00Z", "10"),
+    ],
+)
+def test_an_action_always_writes_a_token_that_differs_from_the_current_and_the_handled_one(
+    run_lua: LuaRunner, token: str | None, handled: str | None, new: str
+) -> None:
+    # The operator acts when the annotation differs from status.lastHandled*: a request must change it, and
+    # must not go back to the handled token.
     for action in ACTIONS:
-        key = f"sundial.dev/{action}"
-        for _ in range(3):
-            before = obj.get("metadata", {}).get("annotations", {}).get(key)
-            obj = run_lua(script(f"actions/{action}/action.lua"), obj)
-            assert obj["metadata"]["annotations"][key] not in (before, "")
+        key, field = f"sundial.dev/{action}", f"lastHandled{action.capitalize()}"
+        obj = load_yaml(CUSTOMIZATION / "actions" / "testdata" / "scheduledjob.yaml")
+        if token is not None:
+            obj["metadata"]["annotations"] = {key: token}
+        if handled is not None:
+            obj["status"][field] = handled
+        after = patched(run_lua("action", script(f"actions/{action}/action.lua"), obj, mode="closed"))
+        assert after["metadata"]["annotations"][key] == new
+        assert {k: v for k, v in after.items() if k != "metadata"} == {k: v for k, v in obj.items() if k != "metadata"}
 
 
 # --- the scripts and the operator agree --------------------------------------------------------------
@@ -241,20 +290,48 @@ def test_scripts_use_no_library_that_argo_cd_does_not_open(relative: str) -> Non
         assert 'local os = require("os")' in code, "Argo CD exposes the safe os library through require"
 
 
-def test_the_vm_refuses_what_argo_cd_refuses(run_lua: LuaRunner) -> None:
-    lupa = pytest.importorskip("lupa.lua51")
-    assert run_lua('return {status = "Healthy", message = tostring(os)}', {}) == {
-        "status": "Healthy",
-        "message": "nil",
-    }
-    assert run_lua('local os = require("os"); return os.date("!%Y-%m-%dT%H:%M:%SZ")', {}) == "2027-01-15T08:00:00Z"
-    for refused in ('return ("x"):upper()', "return string.upper('x')", "return math.floor(1)", "while true do end"):
-        with pytest.raises(lupa.LuaError):
-            run_lua(refused, {})
-    assert health_of(run_lua('return {status = "Fine"}', {})) == {
+def test_the_closed_vm_has_only_what_argo_cd_opens(run_lua: LuaRunner) -> None:
+    probe = "return {os == nil, io == nil, debug == nil, table.time == nil, require('os').date ~= nil}"
+    assert run_lua("value", probe, {}, mode="closed") == [True, True, True, True, True]
+    assert run_lua("value", "return require('os').time() > 1700000000", {}, mode="closed") is True
+    for refused in ('return ("x"):upper()', "return string.upper('x')", "return math.floor(1)"):
+        with pytest.raises(LuaError):
+            run_lua("value", refused, {}, mode="closed")
+    # With all libraries open (Argo CD's health and discovery tests) the same calls work.
+    assert run_lua("value", "return {string.upper('x'), ('y'):upper(), math.floor(1.5)}", {}, mode="open") == [
+        "X",
+        "Y",
+        1,
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_vm_decodes_results_as_argo_cd_does(run_lua: LuaRunner, mode: str) -> None:
+    def health(source: str) -> Any:
+        return run_lua("health", source, {}, mode=mode)
+
+    assert health('return {status = "Fine"}') == {
         "status": "Unknown",
         "message": "Lua returned an invalid health status",
     }
+    # A message that is not a string does not decode as a HealthStatus: Argo CD shows no status at all.
+    assert health('return {status = "Healthy", message = 3}') == {}
+    assert health("return {}") == {}
+    assert health("return nil") == {}
+    with pytest.raises(LuaError, match="expect table output from Lua script, not string"):
+        health('return "Healthy"')
+    # A JSON null inside an array is dropped when the object becomes a Lua table (gopher-lua's Append).
+    assert run_lua("value", "return #obj.list", {"list": [1, None, 2]}, mode=mode) == 2
+    # An empty table that was an object in the input stays an object in an action's patch.
+    assert patched(run_lua("action", "obj.spec.extra = {}; return obj", {"spec": {"extra": {"a": 1}}}, mode=mode)) == {
+        "spec": {"extra": {}}
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_runaway_script_is_stopped_by_the_one_second_deadline(run_lua: LuaRunner, mode: str) -> None:
+    with pytest.raises(LuaError, match="context deadline exceeded"):
+        run_lua("health", "while true do end", {}, mode=mode)
 
 
 # --- argocd-cm patch, kustomize Component, Application ---------------------------------------------
