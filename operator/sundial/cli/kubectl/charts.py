@@ -46,8 +46,8 @@ def _axis_labels(series: Series, count: int, per: int) -> str:
     span = series.width * len(series.counts)
     sample = _label(series.start, span)
     step = len(sample) + 3
-    line = [" "] * (count + len(sample))
-    for column in range(0, count, step):
+    line = [" "] * count
+    for column in range(0, count - len(sample) + 1, step):
         text = _label(series.start + series.width * per * column, span)
         line[column : column + len(text)] = text
     return " " * AXIS + "".join(line).rstrip()
@@ -67,8 +67,8 @@ def terminal(series: Series, *, width: int) -> str:
         lines.append(f"{label:>{AXIS - 2}} │{''.join(cells).rstrip()}")
     lines.append(" " * (AXIS - 2) + " └" + "─" * len(bars))
     lines.append(_axis_labels(series, len(bars), per))
-    each = f"the busiest {series.unit} of every {per}" if per > 1 else f"one {series.unit}"
-    lines.append(f"{'':>{AXIS}}(one column: {each}; times in UTC)")
+    each = f"the busiest {series.unit} of {per}" if per > 1 else f"one {series.unit}"
+    lines.append(f"{'':>{AXIS}}one column: {each}, UTC"[: max(width, 1)])
     return "\n".join(lines)
 
 
