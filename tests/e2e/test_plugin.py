@@ -253,3 +253,26 @@ def test_create_job_from_a_scheduled_job_and_kubectl_conventions(cluster: Cluste
     assert table.splitlines()[0].split()[:2] == ["NAME", "SCHEDULE"] and "DEAD LETTERS" in table
     version = json.loads(plugin(cluster, "version", "-o", "json").stdout)
     assert version["crd"]["served"] == ["v1alpha1"]
+
+
+def test_forecast_json_finds_the_herd_of_the_objects_on_the_api_server(cluster: Cluster, ns: str) -> None:
+    now = dt.datetime.now(dt.UTC)
+    herd_at = (now + dt.timedelta(hours=2)).replace(minute=7, second=0, microsecond=0)
+    at = f"{herd_at.minute} {herd_at.hour} * * *"
+    for index in range(3):
+        cluster.apply(_sj(f"herd-{index}", cluster.job_manifest("x"), schedule=at), ns)
+    cluster.apply(_sj("spread", cluster.job_manifest("x"), schedule=at, jitter="10m"), ns)
+    cluster.apply(_sj("paused", cluster.job_manifest("x"), schedule=at, suspend=True), ns)
+
+    found = json.loads(plugin(cluster, "forecast", "-n", ns, "--hours", "3", "-o", "json").stdout)
+
+    stamp = herd_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert found["scheduledJobs"] == 5 and found["runs"] == 4
+    (herd,) = found["herds"]
+    assert herd["at"] == stamp and herd["runs"] == 3
+    assert sorted(m["name"] for m in herd["scheduledJobs"]) == ["herd-0", "herd-1", "herd-2"]
+    assert {s["change"] for s in herd["spread"]} == {"jitter 30s", "jitter 5m0s", "H"}
+    assert found["skipped"] == [{"scheduledJob": f"{ns}/paused", "reason": "suspended"}]
+    assert {"start": stamp, "runs": 3} in found["buckets"]
+    chart = plugin(cluster, "forecast", "-n", ns, "--hours", "3").stdout
+    assert f"{stamp}  3 runs: {ns}/herd-0, {ns}/herd-1, {ns}/herd-2" in chart

@@ -14,6 +14,16 @@ import pytest
 from sundial.cli.kubectl import main, runner
 
 NOW = datetime(2027, 3, 27, 0, 0, tzinfo=UTC)
+#: What kubectl 1.3x writes to stderr when the API server refuses connections (client-go's discovery logs
+#: each attempt through klog before kubectl's own summary).
+REFUSED = (
+    "\n".join(
+        f'E1201 23:00:36.55{i}554   21350 memcache.go:265] "Unhandled Error" err="couldn\'t get current server API '
+        'group list: Get \\"https://127.0.0.1:1/api?timeout=32s\\": dial tcp 127.0.0.1:1: connect: connection refused"'
+        for i in range(5)
+    )
+    + "\nThe connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?\n"
+)
 
 
 def scheduled_job(name: str = "report", namespace: str = "team-a", **spec: Any) -> dict[str, Any]:
@@ -70,7 +80,7 @@ class FakeKubectl:
     def run(self, *args: str, namespaced: bool = True) -> str:
         self.calls.append(args)
         if self.unreachable:
-            raise runner.PluginError("Unable to connect to the server: dial tcp: connection refused")
+            raise runner.failure(REFUSED, 1)
         verb = args[0]
         if verb == "annotate":
             obj = self.objects[args[2]]

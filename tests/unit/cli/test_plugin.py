@@ -303,13 +303,38 @@ def test_version_reports_the_client_and_what_the_cluster_says(run: Run, cluster:
     assert "Client Version:" in run(cluster, "version")[1]
 
 
-def test_version_without_a_cluster_still_prints_the_client(run: Run, cluster: Any) -> None:
+def test_version_without_a_cluster_prints_the_client_and_one_line_saying_so(run: Run, cluster: Any) -> None:
     cluster.unreachable = True
-    code, out, _ = run(cluster, "version")
-    assert code == 0
-    assert out.startswith("Client Version: ")
-    assert "warning: crd: Unable to connect" in out
+    code, out, err = run(cluster, "version")
+    assert code == 0, err
+    client, server = out.splitlines()
+    assert client.startswith("Client Version: ")
+    assert server == (
+        "Server: unreachable (The connection to the server 127.0.0.1:1 was refused - "
+        "did you specify the right host or port?)"
+    )
+    assert "memcache" not in out + err
+    assert len(cluster.calls) == 1  # no second attempt at the Deployments once the server is known unreachable
+    found = json.loads(run(cluster, "version", "-o", "json")[1])
+    assert found["unreachable"].startswith("the cluster is unreachable: The connection to the server 127.0.0.1:1")
+    assert "errors" not in found and "crd" not in found
     assert run(cluster, "version", "--client")[1].count("\n") == 1
+
+
+def test_kubectl_failures_drop_client_go_log_lines_and_name_an_unreachable_server() -> None:
+    from tests.unit.cli.conftest import REFUSED  # noqa: PLC0415
+
+    refused = runner.failure(REFUSED, 1)
+    assert isinstance(refused, runner.UnreachableError)
+    assert str(refused) == (
+        "the cluster is unreachable: The connection to the server 127.0.0.1:1 was refused - "
+        "did you specify the right host or port?"
+    )
+    only_logs = runner.failure(REFUSED.splitlines()[0], 1)
+    assert isinstance(only_logs, runner.UnreachableError) and "memcache.go" not in str(only_logs)
+    forbidden = runner.failure('Error from server (Forbidden): deployments.apps is forbidden: User "u"', 1)
+    assert type(forbidden) is runner.PluginError and str(forbidden).startswith("Error from server (Forbidden)")
+    assert str(runner.failure("", 3)) == "kubectl exited with 3"
 
 
 # --- backfill --------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ def test_completes_commands_then_names_then_output_formats(cluster: Any) -> None
             "list",
             "describe",
             "preview",
+            "forecast",
             "trigger",
             "redrive",
             "backfill",
@@ -38,6 +39,8 @@ def test_completes_commands_then_names_then_output_formats(cluster: Any) -> None
     assert complete(cluster, "describe", "report", "") == []
     assert complete(cluster, "get", "-o", "") == ["wide", "json", "yaml", "name"]
     assert complete(cluster, "completion", "") == ["bash", "fish", "zsh"]
+    assert complete(cluster, "forecast", "--by", "") == ["second", "minute", "hour"]
+    assert complete(cluster, "forecast", "report", "") == ["report"]  # several names, as for get
 
 
 def test_completes_flags_and_skips_their_values(cluster: Any) -> None:

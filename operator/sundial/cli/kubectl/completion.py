@@ -27,7 +27,7 @@ from sundial.cli.kubectl.runner import (
 
 NO_FILE_COMPLETION = ":4"
 NAMED_COMMANDS = frozenset(
-    {"get", "list", "describe", "preview", "trigger", "redrive", "backfill", "suspend", "resume"}
+    {"get", "list", "forecast", "describe", "preview", "trigger", "redrive", "backfill", "suspend", "resume"}
 )
 FROM_PREFIX = "scheduledjob/"
 _JSONPATH_NAMES = "jsonpath={.items[*].metadata.name}"
@@ -156,7 +156,7 @@ def candidates(words: Sequence[str], *, parser: argparse.ArgumentParser, kubectl
         return [] if given else sorted(SCRIPTS)
     if command == "create":
         return ["job"] if not given else []
-    if command in NAMED_COMMANDS and (command in ("get", "list") or not given):
+    if command in NAMED_COMMANDS and (command in ("get", "list", "forecast") or not given):
         return _names(kubectl)
     return []
 

@@ -20,6 +20,7 @@ from sundial.cli.kubectl import (
     completion,
     create,
     describe,
+    forecast,
     get,
     preview,
     redrive,
@@ -30,7 +31,7 @@ from sundial.cli.kubectl import (
 from sundial.cli.kubectl.runner import GLOBAL_FLAGS, Clock, Kubectl, PluginError, split_global_flags
 
 DESCRIPTION = """\
-Trigger, redrive, suspend, resume, inspect and preview Sundial ScheduledJobs.
+Trigger, redrive, suspend, resume, inspect, preview and forecast Sundial ScheduledJobs.
 
 Manual actions set a token annotation (sundial.dev/trigger, sundial.dev/redrive, sundial.dev/backfill)
 that the operator acts on once; the spec stays as it is in Git. kubectl's global flags (--context, -n, --kubeconfig,
@@ -41,6 +42,7 @@ examples:
   kubectl sundial get -A
   kubectl sundial describe nightly-report -n team-a -o yaml
   kubectl sundial preview nightly-report --count 10
+  kubectl sundial forecast -A --hours 24 --output-file herds.svg
   kubectl sundial trigger nightly-report --wait
   kubectl sundial create job report-rerun --from=scheduledjob/nightly-report
   kubectl sundial redrive nightly-report --wait
@@ -49,7 +51,7 @@ examples:
 
 
 #: The modules of the commands, in the order of the help.
-COMMANDS = (get, describe, preview, version, completion, trigger, redrive, backfill, create, suspend)
+COMMANDS = (get, describe, preview, forecast, version, completion, trigger, redrive, backfill, create, suspend)
 
 
 def build_parser() -> argparse.ArgumentParser:

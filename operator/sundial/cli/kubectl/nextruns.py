@@ -1,5 +1,5 @@
 """The next runs of a ScheduledJob, exactly as the operator computes them: its spec's schedule, ``spec.exclude``
-and the ScheduleCalendars it refers to (for ``preview`` and ``describe``).
+and the ScheduleCalendars it refers to (for ``preview``, ``describe`` and ``forecast``).
 
 Times are computed with the operator's own code (:mod:`sundial.schedule`, :mod:`sundial.model`); the commands
 import this module when they run, never at the plugin's start-up.
@@ -7,7 +7,9 @@ import this module when they run, never at the plugin's start-up.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from sundial.cli.kubectl.calendars import CalendarReader, ResolvedCalendars
@@ -20,29 +22,31 @@ MAX_EXCLUDED_IN_A_ROW = 10_000
 """A preview stops after this many excluded times in a row (an exclusion of everything)."""
 
 
-def next_times(obj: ScheduledJob, *, after: datetime, count: int, exclusion: Exclusion | None = None) -> list[datetime]:
-    """The next ``count`` nominal times of a ScheduledJob that run, exactly as the operator computes them:
+def running_times(obj: ScheduledJob, *, after: datetime, exclusion: Exclusion | None = None) -> Iterator[datetime]:
+    """The nominal times after ``after`` of a ScheduledJob that run, exactly as the operator computes them:
     excluded times are left out — those of ``exclusion`` when given (``spec.exclude`` and the object's
-    ScheduleCalendars, :class:`~sundial.cli.kubectl.calendars.ResolvedCalendars`), else those of ``spec.exclude``."""
+    ScheduleCalendars, :class:`~sundial.cli.kubectl.calendars.ResolvedCalendars`), else those of ``spec.exclude``.
+    Ends after :data:`MAX_EXCLUDED_IN_A_ROW` excluded times in a row."""
     spec = obj.spec
     if spec is None:
-        return []
+        return
     when = spec.when(uid=obj.metadata.uid, created=obj.metadata.creation_timestamp or after)
     if exclusion is None and spec.exclude:
         exclusion = spec.exclusion(uid=obj.metadata.uid)
-    result: list[datetime] = []
     skipped = 0
     for instant in when.iter_after(after):
         if exclusion is not None and exclusion.excludes(instant):
             skipped += 1
             if skipped > MAX_EXCLUDED_IN_A_ROW:
-                break
+                return
             continue
         skipped = 0
-        result.append(instant)
-        if len(result) >= count:
-            break
-    return result
+        yield instant
+
+
+def next_times(obj: ScheduledJob, *, after: datetime, count: int, exclusion: Exclusion | None = None) -> list[datetime]:
+    """The next ``count`` nominal times of a ScheduledJob that run (:func:`running_times`)."""
+    return list(islice(running_times(obj, after=after, exclusion=exclusion), max(count, 0)))
 
 
 def zone_name(obj: ScheduledJob) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,30 @@ Clock = Callable[[], datetime]
 
 class PluginError(RuntimeError):
     """A failed kubectl call or an unusable object; printed without a traceback."""
+
+
+class UnreachableError(PluginError):
+    """kubectl could not reach the API server (refused, unknown host, timeout): says so in one line."""
+
+
+_KLOG_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.-]+:\d+\] ")
+_UNREACHABLE = (
+    "The connection to the server",
+    "Unable to connect to the server",
+    "couldn't get current server API group list",
+)
+
+
+def failure(stderr: str, returncode: int) -> PluginError:
+    """The error of a failed kubectl call: its message without client-go's log lines (``E1201 ...
+    memcache.go:265] ...``, repeated once per discovery attempt) when kubectl said something else too, and an
+    :class:`UnreachableError` naming only kubectl's own summary when the server could not be reached."""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    plain = [line for line in lines if not _KLOG_LINE.match(line)] or lines
+    if any(marker in line for line in lines for marker in _UNREACHABLE):
+        summary = next((line for line in reversed(plain) if any(m in line for m in _UNREACHABLE[:2])), plain[-1])
+        return UnreachableError(f"the cluster is unreachable: {_KLOG_LINE.sub('', summary).strip()}")
+    return PluginError("\n".join(plain) or f"kubectl exited with {returncode}")
 
 
 @dataclass(frozen=True)
@@ -120,7 +145,7 @@ class Kubectl:
         except FileNotFoundError:
             raise PluginError("kubectl is not on PATH") from None
         if result.returncode != 0:
-            raise PluginError(result.stderr.strip() or f"kubectl exited with {result.returncode}")
+            raise failure(result.stderr, result.returncode)
         return result.stdout
 
     def get(self, name: str) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 The operator is found as the Deployments labelled ``app.kubernetes.io/name=sundial`` (the chart and the
 kustomize base both set it); its version is their ``app.kubernetes.io/version`` label, else the image tag.
-What cannot be read (no cluster, no permission to list Deployments) is reported, not fatal.
+What cannot be read (no cluster, no permission to list Deployments) is reported, not fatal: an unreachable
+cluster is one line (``Server: unreachable (...)``, kubectl's own summary without client-go's log lines), and
+the client's version is printed all the same.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 import sundial
 from sundial.cli.kubectl import outputs
-from sundial.cli.kubectl.runner import RESOURCE, Clock, Kubectl, PluginError, add_command
+from sundial.cli.kubectl.runner import RESOURCE, Clock, Kubectl, PluginError, UnreachableError, add_command
 
 OPERATOR_SELECTOR = "app.kubernetes.io/name=sundial"
 VERSION_LABEL = "app.kubernetes.io/version"
@@ -69,6 +71,9 @@ def versions(kubectl: Kubectl, *, client_only: bool) -> dict[str, Any]:
     for key, read in (("crd", _crd), ("operators", _operators)):
         try:
             result[key] = read(kubectl)
+        except UnreachableError as error:
+            result["unreachable"] = str(error)
+            break
         except PluginError as error:
             errors.append(f"{key}: {str(error).splitlines()[0] if str(error) else 'unreachable'}")
     if errors:
@@ -91,6 +96,8 @@ def text(found: dict[str, Any]) -> str:
             f"Operator Version: {operator['version'] or 'unknown'} "
             f"({operator['namespace']}/{operator['name']}, image {operator['image']}, ready {operator['ready']})"
         )
+    if found.get("unreachable"):
+        lines.append(f"Server: unreachable ({found['unreachable'].removeprefix('the cluster is unreachable: ')})")
     lines.extend(f"warning: {error}" for error in found.get("errors") or [])
     return "\n".join(lines)
 
