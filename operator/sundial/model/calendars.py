@@ -29,6 +29,9 @@ MAX_CALENDAR_REFS = 16
 MAX_NAME_LENGTH = 253
 MAX_BOUND_LENGTH = 64
 MAX_EXCLUDE_SCHEDULE_LENGTH = 256
+#: Most dates of one exclude list, its entries together (mirrored in the CRDs' CEL rule): whatever a tenant
+#: writes, compiling and keeping an object's exclusions stays a small constant (DESIGN §11.1).
+MAX_DATES_IN_ALL = 1000
 
 DateText = Annotated[str, StringConstraints(min_length=10, max_length=10)]
 """A calendar date ``YYYY-MM-DD``."""
@@ -74,12 +77,23 @@ class ExcludeEntry(SpecModel):
 ExcludeList = tuple[ExcludeEntry, ...]
 
 
+def bounded_dates(raw: Any) -> Any:
+    """Refuse an exclude list with more than :data:`MAX_DATES_IN_ALL` dates in all, before any is parsed."""
+    if isinstance(raw, (list, tuple)):
+        total = sum(
+            len(e["dates"]) for e in raw if isinstance(e, Mapping) and isinstance(e.get("dates"), (list, tuple))
+        )
+        if total > MAX_DATES_IN_ALL:
+            raise ValueError(f"at most {MAX_DATES_IN_ALL} dates in all (its entries' dates together), got {total}")
+    return raw
+
+
 def exclusion_of(entries: Sequence[ExcludeEntry], *, time_zone: str, uid: str, field: str) -> schedule.Exclusion:
     """The exclusion of ``entries`` read in ``time_zone``; raises :class:`ScheduleError` naming ``field[i]``."""
     zone = schedule.load_zone(time_zone, field="timeZone")
     return schedule.Exclusion(
         tuple(entry.rule(zone=zone, uid=uid, field=f"{field}[{i}]") for i, entry in enumerate(entries))
-    )
+    ).compact()
 
 
 class ScheduleCalendarSpec(SpecModel):
@@ -89,6 +103,8 @@ class ScheduleCalendarSpec(SpecModel):
     """IANA zone the entries are read in; unset: each referring ScheduledJob's own ``timeZone``."""
     exclude: tuple[ExcludeEntry, ...] = Field(default=(), max_length=MAX_EXCLUDE_ENTRIES)
     """The excluded times (same entries as ``ScheduledJob.spec.exclude``)."""
+
+    _bounded = field_validator("exclude", mode="before")(bounded_dates)
 
     @field_validator("time_zone")
     @classmethod

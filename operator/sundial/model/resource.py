@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -45,8 +45,11 @@ class ScheduledJob:
     raw_spec: Mapping[str, Any]
 
     @classmethod
-    def from_dict(cls, body: Mapping[str, Any]) -> ScheduledJob:
-        """Parse an object as the API returns it. Never raises for a bad spec or status."""
+    def from_dict(
+        cls, body: Mapping[str, Any], *, parse: Callable[[Mapping[str, Any]], ScheduledJobSpec] | None = None
+    ) -> ScheduledJob:
+        """Parse an object as the API returns it. Never raises for a bad spec or status. PARSE (default
+        :func:`parse_spec`) reads the spec: the runtime passes one that remembers specs it has read."""
         meta = body.get("metadata") or {}
         created = meta.get("creationTimestamp")
         deleted = meta.get("deletionTimestamp")
@@ -64,7 +67,7 @@ class ScheduledJob:
         spec: ScheduledJobSpec | None = None
         error: SpecError | None = None
         try:
-            spec = parse_spec(raw_spec)
+            spec = (parse or parse_spec)(raw_spec)
         except SpecError as problem:
             error = problem
         return cls(

@@ -16,6 +16,7 @@ from sundial.model.calendars import (
     CalendarName,
     ExcludeEntry,
     ScheduleCalendarSpec,
+    bounded_dates,
     exclusion_of,
 )
 from sundial.model.enums import ConcurrencyPolicy, ConditionReason
@@ -131,6 +132,8 @@ class ScheduledJobSpec(SpecModel):
     failed_jobs_history_limit: int = Field(default=1, ge=0, le=100, strict=True)
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0, strict=True)
     job_template: JobTemplate
+
+    _bounded = field_validator("exclude", mode="before")(bounded_dates)
 
     @field_validator("time_zone")
     @classmethod

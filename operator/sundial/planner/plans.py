@@ -6,9 +6,38 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from sundial import schedule
 from sundial.model.calendars import ScheduleCalendarSpec
+from sundial.model.enums import ConditionReason
+from sundial.model.resource import ScheduledJob
+from sundial.model.spec import ScheduledJobSpec
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner.actions import Action
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What a pass derives from the spec alone (and the calendars it names): the same for every pass of one
+    (uid, generation, calendar resourceVersions), so the runtime may compute it once and hand it in through
+    :attr:`Context.compiled` (DESIGN §11.1)."""
+
+    when: schedule.When
+    """Where the nominal times come from."""
+    exclusion: schedule.Exclusion
+    """``spec.exclude`` plus the usable calendars."""
+    calendar_problem: tuple[ConditionReason, str] | None
+    """A calendar of ``spec.calendarRefs`` is missing or invalid: (reason, message)."""
+
+
+def compile_spec(
+    obj: ScheduledJob, spec: ScheduledJobSpec, calendars: Mapping[str, ScheduleCalendarSpec | None], *, now: datetime
+) -> Compiled:
+    """Compile OBJ's valid SPEC against CALENDARS (as :attr:`Context.calendars`); NOW stands in for a missing
+    creation time (an ASAP one-off runs at it)."""
+    uid = obj.metadata.uid
+    created = obj.metadata.creation_timestamp or now.replace(microsecond=0)
+    problem, exclusion = spec.calendar_exclusion(calendars, uid=uid)
+    return Compiled(when=spec.when(uid=uid, created=created), exclusion=exclusion, calendar_problem=problem)
 
 
 @dataclass(frozen=True)
@@ -27,6 +56,9 @@ class Context:
     calendars: Mapping[str, ScheduleCalendarSpec | None] = field(default_factory=dict)
     """The ScheduleCalendars of the object's namespace that its ``spec.calendarRefs`` name and that exist, by
     name (None: it exists but is invalid). A name missing here is a calendar that does not exist."""
+    compiled: Compiled | None = None
+    """:func:`compile_spec` of this object's spec and ``calendars``, computed ahead (a cache of the runtime's);
+    None: the pass compiles it itself."""
 
 
 @dataclass(frozen=True)

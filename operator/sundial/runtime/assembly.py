@@ -29,7 +29,7 @@ from sundial.runtime.coordination import leasethread
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import access, admission, certrotators, metricstls, probes
+from sundial.runtime.serving import access, admission, certrotators, metricstls, probes, probethread
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
@@ -75,7 +75,9 @@ class Parts:
     stopping: asyncio.Event
     """Set once to stop: by a signal, a failed part, or kopf's end."""
     apps: Sequence[tuple[web.Application, int, ssl.SSLContext | None]]
-    """The HTTP endpoints to serve, with their ports (those whose port is 0 are not here)."""
+    """The HTTP endpoints to serve on the main loop (``/metrics``), with their ports (port 0: not here)."""
+    probes: probethread.ProbeThread | None = None
+    """``/healthz`` and ``/readyz`` on their own thread (``--health-port`` 0: None)."""
     rotator: certrotators.Rotator | None = None
     """The operator-managed webhook certificate (``--webhook-cert-secret``), prepared and kept current by
     :func:`sundial.runtime.process.run`."""
@@ -156,7 +158,8 @@ async def build(
         kopf_settings=kopf_settings,
         logged_in=logged_in,
         stopping=stopping,
-        apps=_apps(settings, metrics, listing, stopping, client=client),
+        apps=_apps(settings, metrics, client=client),
+        probes=_probes(settings, listing, stopping),
         rotator=rotator,
     )
 
@@ -233,15 +236,20 @@ def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -
     )
 
 
+def _probes(settings: Settings, listing: InitialListing, stopping: asyncio.Event) -> probethread.ProbeThread | None:
+    """The probe server, on its own thread: ``alive``/``ready`` read one Event flag each (thread-safe reads)."""
+    if not settings.probes.health_port:
+        return None
+    webhook = settings.webhook
+    listening = probes.listening(webhook.addr, webhook.port) if webhook.port else None
+    health = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=listening)
+    return probethread.ProbeThread(health, port=settings.probes.health_port)
+
+
 def _apps(
-    settings: Settings, metrics: Metrics, listing: InitialListing, stopping: asyncio.Event, *, client: Any
+    settings: Settings, metrics: Metrics, *, client: Any
 ) -> list[tuple[web.Application, int, ssl.SSLContext | None]]:
     apps: list[tuple[web.Application, int, ssl.SSLContext | None]] = []
-    if settings.probes.health_port:
-        webhook = settings.webhook
-        listening = probes.listening(webhook.addr, webhook.port) if webhook.port else None
-        health = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=listening)
-        apps.append((health, settings.probes.health_port, None))
     if settings.probes.metrics_port:
         guard = (
             access.MetricsAccess(reviews=access.KubeReviews(api_client=client, observer=metrics))

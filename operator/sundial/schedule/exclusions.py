@@ -81,7 +81,21 @@ class Exclusion:
         return any(rule.excludes(instant) for rule in self.rules)
 
     def __add__(self, other: Exclusion) -> Exclusion:
-        return Exclusion(self.rules + other.rules)
+        return Exclusion(self.rules + other.rules).compact()
+
+    def compact(self) -> Exclusion:
+        """The same exclusion with the date rules of one zone merged into one: an instant costs one lookup
+        per zone, however many ``dates`` entries (and calendars) there are."""
+        merged: dict[ZoneInfo, set[date]] = {}
+        others: list[Rule] = []
+        for rule in self.rules:
+            if isinstance(rule, ExcludedDates):
+                merged.setdefault(rule.zone, set()).update(rule.dates)
+            else:
+                others.append(rule)
+        if len(merged) == sum(isinstance(rule, ExcludedDates) for rule in self.rules):
+            return self
+        return Exclusion((*(ExcludedDates(frozenset(d), zone) for zone, d in merged.items()), *others))
 
 
 def parse_date(text: str, *, field: str) -> date:

@@ -193,3 +193,23 @@ def test_metrics_auth_grants_the_reviews_and_offers_a_reader_role() -> None:
         not in next(iter(_named(off, "Deployment").values()))["spec"]["template"]["spec"]["containers"][0]["args"]
     )
     assert f"{RELEASE}-sundial-metrics-auth" not in _named(off, "ClusterRole")
+
+
+def test_the_network_policy_admits_only_the_listed_api_server_to_the_webhook_port() -> None:
+    """docs/install.md's recipe: with webhookFrom an ipBlock of the control plane, the webhook port's only
+    peer is that block (the metrics and health ports keep their own lists)."""
+    docs = render(
+        "webhook.enabled=true",
+        "networkPolicy.enabled=true",
+        "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/28",
+    )
+    [policy] = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    rules = {rule["ports"][0]["port"]: rule.get("from") for rule in policy["spec"]["ingress"]}
+    webhook_port = next(d for d in docs if d["kind"] == "Deployment")  # the port the chart serves it on
+    ports = {
+        p["name"]: p["containerPort"]
+        for c in webhook_port["spec"]["template"]["spec"]["containers"]
+        for p in c["ports"]
+    }
+    webhook = next(port for name, port in ports.items() if "webhook" in name)
+    assert rules[webhook] == [{"ipBlock": {"cidr": "10.0.0.0/28"}}]

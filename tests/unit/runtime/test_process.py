@@ -81,7 +81,8 @@ async def test_the_settings_reach_the_parts(tmp_path: Path) -> None:
         assert built.recorder._api._req._bucket._rate == 3
         assert built.recorder._interval == 30
         assert built.dispatcher._slots._value == 5
-        assert [port for _, port, _ in built.apps] == [18081]
+        assert built.apps == []  # /metrics off; the probes are served on their own thread
+        assert built.probes is not None and built.probes.port == 18081
         assert built.kopf_settings.admission.server is None  # --webhook-port 0
         assert built.lease_changes.empty()
         assert not built.stopping.is_set()

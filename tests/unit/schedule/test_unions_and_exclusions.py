@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -19,6 +20,7 @@ from sundial.schedule import (
     parse_rfc3339,
     recurring,
 )
+from sundial.schedule import exclusions as ex
 
 
 def utc(text: str) -> datetime:
@@ -142,3 +144,20 @@ def test_a_bad_span_names_its_end(start: str, end: str, field: str) -> None:
 def test_span_instants_are_utc() -> None:
     rule = excluded_span("2026-05-11", "2026-05-11", zone=BERLIN, field="exclude[0]")
     assert rule.start.tzinfo is UTC and rule.start == utc("2026-05-10T22:00:00Z")
+
+
+def test_compact_merges_the_date_rules_of_one_zone_and_excludes_the_same() -> None:
+
+    berlin, utc = ZoneInfo("Europe/Berlin"), ZoneInfo("UTC")
+    rules = (
+        ex.excluded_dates(("2026-05-11",), zone=berlin, field="a"),
+        ex.excluded_dates(("2026-05-13",), zone=berlin, field="b"),
+        ex.excluded_dates(("2026-05-12",), zone=utc, field="c"),
+        ex.excluded_span("2026-06-01", "2026-06-01", zone=utc, field="d"),
+    )
+    whole = ex.Exclusion(rules)
+    compact = whole.compact()
+    assert len(compact.rules) == 3
+    for hour in range(0, 24 * 40, 5):
+        instant = datetime(2026, 5, 10, tzinfo=UTC) + timedelta(hours=hour)
+        assert compact.excludes(instant) == whole.excludes(instant)

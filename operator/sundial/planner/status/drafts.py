@@ -27,7 +27,7 @@ from sundial.model.status import (
     StatusCounter,
 )
 from sundial.planner.actions import Action, EmitEvent, EventReason, EventType
-from sundial.planner.plans import Context
+from sundial.planner.plans import Context, compile_spec
 
 RunKey = tuple[datetime, bool]
 """Identity of a run: (nominal time, manual)."""
@@ -74,13 +74,12 @@ class Draft:
     @classmethod
     def start(cls, obj: ScheduledJob, spec: ScheduledJobSpec, context: Context) -> Draft:
         status = obj.status
-        created = obj.metadata.creation_timestamp or context.now.replace(microsecond=0)
-        problem, exclusion = spec.calendar_exclusion(context.calendars, uid=obj.metadata.uid)
+        compiled = context.compiled or compile_spec(obj, spec, context.calendars, now=context.now)
         return cls(
             obj=obj,
             spec=spec,
             context=context,
-            when=spec.when(uid=obj.metadata.uid, created=created),
+            when=compiled.when,
             active=list(status.active),
             pending=list(status.pending_retries),
             recent=list(status.recent_runs),
@@ -100,8 +99,8 @@ class Draft:
             last_handled_redrive=status.last_handled_redrive,
             last_handled_backfill=status.last_handled_backfill,
             finished_at=status.finished_at,
-            exclusion=exclusion,
-            calendar_problem=problem,
+            exclusion=compiled.exclusion,
+            calendar_problem=compiled.calendar_problem,
         )
 
     @property

@@ -27,6 +27,7 @@ from sundial.planner import actions
 from sundial.planner.observed import FailureReason, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.runtime import fencing
+from sundial.runtime.acting.compiled import CompiledSpecs
 from sundial.runtime.serving.metrics import FencedKind, Metrics, PassOutcome
 from sundial.runtime.watch import jobs
 from sundial.runtime.watch.store import Key, Store
@@ -99,6 +100,7 @@ class Reconciler:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         crash_after_claim: int = 0,
         hard_exit: Callable[[int], None] = _hard_exit,
+        compiled: CompiledSpecs | None = None,
     ) -> None:
         self._store = store
         self._api = api
@@ -109,6 +111,8 @@ class Reconciler:
         self._clock = clock
         self._sleep = sleep
         self._synthetic: dict[Key, dict[str, ObservedJob]] = {}
+        self.compiled = compiled or CompiledSpecs()
+        """Parsed specs and compiled schedules/exclusions, per object (DESIGN §11.1)."""
         self._active: dict[Key, int] = {}
         self._active_total = 0
         # TEST ONLY fault injection (Settings.test_crash_after_claim): die between claim and create.
@@ -124,6 +128,7 @@ class Reconciler:
 
     def forget(self, key: Key) -> None:
         self._synthetic.pop(key, None)
+        self.compiled.forget(key)
         self._active_total -= self._active.pop(key, 0)
         self._metrics.runs.active.set(self._active_total)
 
@@ -155,13 +160,8 @@ class Reconciler:
             return PassOutcome.NOT_ACTING, None
         claimed = False
         for _ in range(MAX_REPLANS):
-            obj = model.ScheduledJob.from_dict(body)
-            refs = obj.spec.calendar_refs if obj.spec is not None else ()
-            context = Context(
-                now=self._clock(),
-                fencing_token=self._lead.fencing_token(shard),
-                calendars=self._store.calendars.for_object(key[0], refs),
-            )
+            obj = self.compiled.read(key, body)
+            context = self._context(key, shard, obj)
             plan = self._plan(obj, self._observed(key), context)
             if plan.write_status:
                 self._lead.check(shard)
@@ -200,6 +200,18 @@ class Reconciler:
             return (PassOutcome.CLAIMED if claimed else PassOutcome.UNCHANGED), plan.wake_at
         logger.warning("%s/%s: still contended after %d re-plans", key[0], key[1], MAX_REPLANS)
         return PassOutcome.CONTENDED, self._clock() + CONTENDED_RETRY
+
+    def _context(self, key: Key, shard: int, obj: model.ScheduledJob) -> Context:
+        now = self._clock()
+        refs = obj.spec.calendar_refs if obj.spec is not None else ()
+        calendars = self._store.calendars.for_object(key[0], refs)
+        versions = self._store.calendars.versions(key[0], refs)
+        return Context(
+            now=now,
+            fencing_token=self._lead.fencing_token(shard),
+            calendars=calendars,
+            compiled=self.compiled.compiled(key, obj, calendars, versions, now=now),
+        )
 
     def _maybe_crash(self, plan: Plan) -> None:
         """TEST ONLY: after the n-th claim that precedes a Job create, exit before the create."""

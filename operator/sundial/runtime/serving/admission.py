@@ -21,6 +21,12 @@ module registers it as kopf's ``@kopf.on.validate`` handler and serves it with :
   invalid: an object stored before the webhook existed must still take labels, annotations and finalizer
   removals, or it could never be cleaned up. (Status writes go to the ``/status`` subresource, which the
   webhook's rules do not cover.)
+* Validation runs off the main loop (:mod:`.offloop`): on at most 2 threads, with at most 8 more requests
+  waiting; a request beyond that is refused at once (429, "busy: retry"), so a flood of AdmissionReviews
+  (the port has no client authentication) costs its sender errors, not the operator's loop. The request body
+  is bounded by kopf's aiohttp server (its default ``client_max_size``, :data:`MAX_REQUEST_BYTES`: a bigger
+  one is answered 413 and, with ``failurePolicy: Fail``, the write refused), and an exclude list's dates are
+  counted before any is parsed.
 * kopf does not manage the ValidatingWebhookConfiguration unless ``--webhook-managed NAME`` is given: the
   Helm chart and the tests create it, scoped and with ``failurePolicy: Fail``.
 * The serving certificate comes from ``--webhook-cert-file``/``--webhook-key-file`` (re-read by kopf when the
@@ -41,7 +47,7 @@ import kopf
 
 from sundial import model
 from sundial.model import calendars
-from sundial.runtime.serving import certrotators
+from sundial.runtime.serving import certrotators, offloop
 from sundial.runtime.settings import WebhookSettings
 
 WEBHOOK_ID = "validate-scheduledjob"
@@ -60,6 +66,9 @@ OPERATIONS: tuple[Literal["CREATE", "UPDATE"], ...] = ("CREATE", "UPDATE")
 """The admission operations the webhook's rules should match."""
 
 REFUSAL_CODE = 422
+BUSY_CODE = 429
+#: Bytes of an AdmissionReview kopf's webhook server reads at most (aiohttp's default ``client_max_size``).
+MAX_REQUEST_BYTES = 1024**2
 
 KIB = 1024
 JOB_TEMPLATE_PATH = "spec.jobTemplate"
@@ -132,8 +141,21 @@ def refusal_message(body: Mapping[str, Any], found: list[model.SpecProblem], *, 
 Handler = Callable[..., Awaitable[None]]
 
 
-def validator(*, max_job_template_bytes: int = 0) -> Handler:
-    """kopf's validating handler: returns (admit) or raises :class:`kopf.AdmissionError` (refuse, 422)."""
+async def _checked(
+    checks: offloop.Offloaded | None, function: Callable[..., list[model.SpecProblem]], body: Any, **kw: Any
+) -> list[model.SpecProblem]:
+    """FUNCTION(body, **kw) on CHECKS' threads (None: here); busy: refused at once."""
+    if checks is None:
+        return function(body, **kw)
+    try:
+        return await checks.run(function, body, **kw)
+    except offloop.BusyError:
+        raise kopf.AdmissionError("the sundial webhook is busy: retry the request", code=BUSY_CODE) from None
+
+
+def validator(*, max_job_template_bytes: int = 0, checks: offloop.Offloaded | None = None) -> Handler:
+    """kopf's validating handler: returns (admit) or raises :class:`kopf.AdmissionError` (refuse, 422; 429
+    when CHECKS, the threads validation runs on, are all busy)."""
 
     async def validate_scheduled_job(
         body: Mapping[str, Any],
@@ -142,7 +164,7 @@ def validator(*, max_job_template_bytes: int = 0) -> Handler:
         **_: Any,
     ) -> None:
         stored = old if operation == "UPDATE" else None
-        found = problems(body, old=stored, max_job_template_bytes=max_job_template_bytes)
+        found = await _checked(checks, problems, body, old=stored, max_job_template_bytes=max_job_template_bytes)
         if found:
             raise kopf.AdmissionError(refusal_message(body, found), code=REFUSAL_CODE)
 
@@ -150,25 +172,35 @@ def validator(*, max_job_template_bytes: int = 0) -> Handler:
 
 
 validate_scheduled_job = validator()
-"""The handler without a size limit."""
+"""The handler without a size limit, validating on the loop it is called on."""
 
 
-async def validate_schedule_calendar(
-    body: Mapping[str, Any],
-    old: Mapping[str, Any] | None = None,
-    operation: str | None = None,
-    **_: Any,
-) -> None:
+def calendar_validator(*, checks: offloop.Offloaded | None = None) -> Handler:
     """kopf's validating handler for ScheduleCalendars: a bad entry is refused at ``kubectl apply`` time
     instead of surfacing later as ``InvalidCalendar`` on every ScheduledJob that refers to it."""
-    found = calendar_problems(body, old=old if operation == "UPDATE" else None)
-    if found:
-        kind = calendars.CALENDAR_KIND
-        raise kopf.AdmissionError(refusal_message(body, found, kind=kind), code=REFUSAL_CODE)
+
+    async def validate_schedule_calendar(
+        body: Mapping[str, Any],
+        old: Mapping[str, Any] | None = None,
+        operation: str | None = None,
+        **_: Any,
+    ) -> None:
+        found = await _checked(checks, calendar_problems, body, old=old if operation == "UPDATE" else None)
+        if found:
+            kind = calendars.CALENDAR_KIND
+            raise kopf.AdmissionError(refusal_message(body, found, kind=kind), code=REFUSAL_CODE)
+
+    return validate_schedule_calendar
 
 
-def register(registry: Any, *, max_job_template_bytes: int = 0) -> None:
-    """Add the validating handlers (ScheduledJobs, ScheduleCalendars) to a kopf registry."""
+validate_schedule_calendar = calendar_validator()
+"""The ScheduleCalendar handler, validating on the loop it is called on."""
+
+
+def register(registry: Any, *, max_job_template_bytes: int = 0, checks: offloop.Offloaded | None = None) -> None:
+    """Add the validating handlers (ScheduledJobs, ScheduleCalendars) to a kopf registry; CHECKS: the threads
+    they validate on (None: a new :class:`~.offloop.Offloaded` with the default bounds)."""
+    checks = checks or offloop.Offloaded(name="sundial-webhook")
     kopf.on.validate(
         model.resource.GROUP,
         model.resource.VERSION,
@@ -176,7 +208,7 @@ def register(registry: Any, *, max_job_template_bytes: int = 0) -> None:
         id=WEBHOOK_ID,
         operations=list(OPERATIONS),
         registry=registry,
-    )(validator(max_job_template_bytes=max_job_template_bytes))
+    )(validator(max_job_template_bytes=max_job_template_bytes, checks=checks))
     kopf.on.validate(
         model.resource.GROUP,
         model.resource.VERSION,
@@ -184,7 +216,7 @@ def register(registry: Any, *, max_job_template_bytes: int = 0) -> None:
         id=CALENDAR_WEBHOOK_ID,
         operations=list(OPERATIONS),
         registry=registry,
-    )(validate_schedule_calendar)
+    )(calendar_validator(checks=checks))
 
 
 def can_self_sign() -> bool:

@@ -29,6 +29,7 @@ def refs_of(body: Mapping[str, Any]) -> tuple[str, ...]:
 class Calendars:
     def __init__(self) -> None:
         self._calendars: dict[Key, ScheduleCalendar] = {}
+        self._versions: dict[Key, str] = {}
         self._referring: dict[Key, set[Key]] = {}
         self._refs: dict[Key, tuple[Key, ...]] = {}
 
@@ -40,6 +41,7 @@ class Calendars:
         calendar = ScheduleCalendar.from_dict(body)
         key = (calendar.namespace, calendar.name)
         self._calendars[key] = calendar
+        self._versions[key] = str((body.get("metadata") or {}).get("resourceVersion") or "")
         return set(self._referring.get(key, ()))
 
     def drop(self, body: Mapping[str, Any]) -> set[Key]:
@@ -47,6 +49,7 @@ class Calendars:
         meta = body.get("metadata") or {}
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         self._calendars.pop(key, None)
+        self._versions.pop(key, None)
         return set(self._referring.get(key, ()))
 
     def refer(self, key: Key, names: Sequence[str]) -> None:
@@ -81,3 +84,17 @@ class Calendars:
             if calendar is not None:
                 found[name] = calendar.spec
         return found
+
+    def versions(self, namespace: str, names: Sequence[str]) -> tuple[tuple[str, str | None], ...] | None:
+        """(name, resourceVersion or None when missing) of each named calendar: what a compiled exclusion
+        depends on. None when one that exists has no resourceVersion (its changes could not be told apart)."""
+        found: list[tuple[str, str | None]] = []
+        for name in names:
+            key = (namespace, name)
+            if key not in self._calendars:
+                found.append((name, None))
+            elif not self._versions.get(key):
+                return None
+            else:
+                found.append((name, self._versions[key]))
+        return tuple(found)
