@@ -1,4 +1,5 @@
-"""Jobs, ScheduledJobs (status compare-and-set) and Events: the calls the reconciler makes."""
+"""Jobs, ScheduledJobs (status compare-and-set: a merge patch of the owned fields) and Events: the calls
+the reconciler makes."""
 
 from __future__ import annotations
 
@@ -148,24 +149,26 @@ class ObjectsApi:
     async def write_status(
         self, *, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]
     ) -> results.WriteResult:
-        """PUT the status subresource with a resourceVersion precondition (the claim)."""
+        """Write the status subresource as compare-and-set (the claim): a JSON merge patch of the fields this
+        version owns (:func:`sundial.model.resource.status_patch`) with ``metadata.resourceVersion`` as its
+        precondition (409 when the object moved). Never a PUT of the whole status: status fields of a newer
+        version (a rollback, a rolling update) are not in the patch, so the API server keeps them."""
         body = {
-            "apiVersion": f"{model.resource.GROUP}/{model.resource.VERSION}",
-            "kind": model.resource.KIND,
-            "metadata": {"name": name, "namespace": namespace, "resourceVersion": resource_version},
-            "status": dict(status),
+            "metadata": {"resourceVersion": resource_version},
+            "status": model.resource.status_patch(status),
         }
         try:
             written: dict[str, Any] = await self._req.call(
-                verb="update",
+                verb="patch",
                 resource=f"{model.resource.PLURAL}/status",
                 request=lambda: raw_json(
-                    self._custom.replace_namespaced_custom_object_status(
+                    self._custom.patch_namespaced_custom_object_status(
                         *_SJ,
                         namespace,
                         model.resource.PLURAL,
                         name,
                         body,
+                        _content_type="application/merge-patch+json",
                         _request_timeout=requests.REQUEST_TIMEOUT,
                         _preload_content=False,
                     )

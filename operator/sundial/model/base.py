@@ -19,11 +19,17 @@ class SpecModel(BaseModel):
 
 
 class StatusModel(BaseModel):
-    """Status parts: unknown fields are ignored, so an older operator can read a newer status."""
+    """Status parts: unknown fields are kept as they were read (``model_extra``) and written back, so a field
+    of a newer version inside a status entry survives a write by this one (an older operator can read a newer
+    status, and does not erase what it cannot read). Only fields the CRD's status schema declares can be
+    there (the API server prunes the rest), so what is kept is bounded by that schema.
+
+    The top level (:class:`sundial.model.status.ScheduledJobStatus`) ignores unknown fields instead: its
+    write is a merge patch of the fields this version owns, so the API server keeps the others itself."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
-        extra="ignore",
+        extra="allow",
         frozen=True,
     )

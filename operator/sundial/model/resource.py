@@ -110,3 +110,18 @@ def dump_status(status: ScheduledJobStatus) -> dict[str, Any]:
     """The status as JSON-ready camelCase, without unset optional fields."""
     result: dict[str, Any] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
     return result
+
+
+#: The top-level status fields this version owns (writes): every field of :class:`ScheduledJobStatus`.
+STATUS_FIELDS: Final = tuple(info.alias or name for name, info in ScheduledJobStatus.model_fields.items())
+
+
+def status_patch(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch (RFC 7386) of ``.status`` that writes ``status`` (a :func:`dump_status`): every
+    owned field it has, and null for every owned field it lacks (removed); fields of other versions are
+    absent from the patch, so the API server keeps them. Lists are replaced whole (unknown fields inside
+    their entries ride along in the entries, :class:`sundial.model.base.StatusModel`); ``counters`` is
+    merged key by key."""
+    patch: dict[str, Any] = dict.fromkeys(STATUS_FIELDS)
+    patch.update(status)
+    return patch

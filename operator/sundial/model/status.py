@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from sundial.model.base import StatusModel
 from sundial.model.enums import DeadLetterReason, RunResult, Trigger
@@ -167,7 +167,13 @@ class Counters(StatusModel):
 
 
 class ScheduledJobStatus(StatusModel):
-    """Everything the operator knows about a ScheduledJob, and nothing it could re-derive cheaply."""
+    """Everything the operator knows about a ScheduledJob, and nothing it could re-derive cheaply.
+
+    Unknown top-level fields are not read (a pass builds a new status from these fields alone): the write is
+    a merge patch of exactly these fields (:func:`sundial.model.resource.status_patch`), so a newer version's
+    top-level fields stay on the server untouched."""
+
+    model_config = ConfigDict(extra="ignore")
 
     observed_generation: int | None = None
     conditions: tuple[Condition, ...] = ()

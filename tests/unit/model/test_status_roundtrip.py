@@ -200,12 +200,25 @@ def test_an_unreadable_status_starts_afresh_instead_of_raising() -> None:
     assert parse_status({"lastScheduleTime": "noon"}) == ScheduledJobStatus()
 
 
-def test_fields_from_a_newer_operator_are_ignored() -> None:
+def test_fields_from_a_newer_operator_are_read_past_and_kept_inside_entries() -> None:
+    """Top level: ignored (the write is a merge patch of the owned fields, the server keeps the rest).
+    Inside every status entry and ``counters``: kept, and written back with the entry."""
     dumped = dump_status(full_status())
     dumped["futureField"] = {"x": 1}
     dumped["counters"]["futureCounter"] = 3
+    lists = ("conditions", "active", "pendingRetries", "recentRuns", "deadLetters", "buffered", "backfills")
+    for field in lists:
+        assert dumped[field], f"full_status() has no {field} entry"
+        dumped[field][0]["futureKey"] = [field]
 
-    assert parse_status(dumped) == full_status()
+    parsed = parse_status(dumped)
+    again = dump_status(parsed)
+
+    assert "futureField" not in again
+    assert again["counters"]["futureCounter"] == 3
+    for field in lists:
+        assert again[field][0]["futureKey"] == [field], field
+    assert parse_status(again) == parsed
 
 
 def test_long_messages_are_truncated_to_the_crd_max_length() -> None:

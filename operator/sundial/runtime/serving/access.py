@@ -6,17 +6,27 @@ A scrape must carry ``Authorization: Bearer <token>``. The token is checked with
 ``<fullname>-metrics-reader`` of the chart grants. No token, or one the API server does not accept: 401;
 an authenticated user without that permission: 403; the API server not answering: 503 (not cached).
 
-Decisions are cached by a hash of the token (never the token itself) for :data:`ALLOW_TTL` seconds when
-allowed and :data:`DENY_TTL` when refused, at most :data:`MAX_ENTRIES` of them, so a scrape every few seconds
-costs two API calls a minute (counted in ``sundial_api_requests_total``; the calls themselves are
-:mod:`sundial.kube.reviews`). The operator needs ``create`` on ``tokenreviews`` and ``subjectaccessreviews``.
+Decisions are cached by a hash of the token (never the token itself): allowed ones for :data:`ALLOW_TTL`
+seconds, at most :data:`MAX_ENTRIES`; refused ones (401/403) for :data:`DENY_TTL` seconds in a cache of their
+own, at most :data:`MAX_DENIED`. A client sending random tokens churns only the refused cache: it can never
+push a scraper's allowed entry out. A scrape every few seconds costs two API calls a minute (counted in
+``sundial_api_requests_total``; the calls themselves are :mod:`sundial.kube.reviews`). The operator needs
+``create`` on ``tokenreviews`` and ``subjectaccessreviews``.
 
-The metrics port stays plain HTTP: a scraper's token crosses the pod network in the clear, so pair this with
-the chart's NetworkPolicy (or a mesh with mTLS) and give the scraper a token that can do nothing but this.
+Reviews (cache misses) draw from a bucket of their own (:data:`REVIEW_RATE` per second, :data:`REVIEW_BURST`)
+that never goes into debt: when it is empty the request is answered 503 at once, without an API call and
+without waiting, so a flood of unknown tokens costs at most that rate of reviews and delays nobody (a scraper
+whose entry expired during a flood may see a 503 and scrape again). Concurrent requests with the same
+uncached token share one review.
+
+With ``--metrics-auth`` the metrics port serves HTTPS (:mod:`sundial.runtime.serving.metricstls`): a
+scraper's token does not cross the pod network in the clear. Give the scraper a token that can do nothing
+but this.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import hashlib
@@ -36,9 +46,14 @@ VERB = "get"
 ALLOW_TTL = 60.0
 DENY_TTL = 10.0
 MAX_ENTRIES = 1024
-#: Review calls per second (a bucket of their own: scrapes never spend the operator's --qps).
-REVIEW_QPS = 5.0
-REVIEW_BURST = 10
+"""Allowed decisions kept (one per scraper token: a few in practice)."""
+MAX_DENIED = 256
+"""Refused decisions kept, apart from the allowed ones (random tokens only ever evict each other)."""
+#: Reviews (cache misses) per second, and their burst: a bucket of their own that never goes into debt.
+REVIEW_RATE = 2.5
+REVIEW_BURST = 5
+#: API calls per second of the reviews (two per review: TokenReview, SubjectAccessReview); never the --qps.
+REVIEW_QPS = 2 * REVIEW_RATE
 REQUEST_TIMEOUT = 5.0
 BEARER = "bearer "
 
@@ -91,12 +106,16 @@ class MetricsAccess:
         allow_ttl: float = ALLOW_TTL,
         deny_ttl: float = DENY_TTL,
         max_entries: int = MAX_ENTRIES,
+        max_denied: int = MAX_DENIED,
+        review_rate: float = REVIEW_RATE,
+        review_burst: int = REVIEW_BURST,
     ) -> None:
         self._reviews = reviews
         self._monotonic = monotonic
-        self._ttl = {True: allow_ttl, False: deny_ttl}
-        self._max = max_entries
-        self._cache: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
+        self._allowed = _Expiring(ttl=allow_ttl, size=max_entries)
+        self._denied = _Expiring(ttl=deny_ttl, size=max_denied)
+        self._bucket = ratelimits.TokenBucket(rate=review_rate, burst=review_burst, clock=monotonic)
+        self._pending: dict[str, asyncio.Future[Verdict]] = {}
 
     async def verdict(self, headers: Mapping[str, str]) -> Verdict:
         token = bearer_token(headers)
@@ -104,29 +123,67 @@ class MetricsAccess:
             return Verdict.UNAUTHENTICATED
         key = hashlib.sha256(token.encode()).hexdigest()
         now = self._monotonic()
-        cached = self._cache.get(key)
-        if cached is not None and cached[0] > now:
-            return cached[1]
-        try:
-            verdict = await self._decide(token)
-        except Exception as error:  # any failure to review is "cannot decide now"
-            logger.warning("cannot review a /metrics client: %s", type(error).__name__)
+        cached = self._allowed.get(key, now) or self._denied.get(key, now)
+        if cached is not None:
+            return cached
+        pending = self._pending.get(key)
+        if pending is not None:  # the same token is being reviewed: share that review
+            return await asyncio.shield(pending)
+        if self._bucket.available < 1:  # no debt: refuse now, at no cost
             return Verdict.UNAVAILABLE
-        self._remember(key, verdict, now)
+        self._bucket.reserve()
+        review = asyncio.get_running_loop().create_future()
+        self._pending[key] = review
+        try:
+            verdict = await self._review(token)
+            if verdict is not Verdict.UNAVAILABLE:
+                (self._allowed if verdict is Verdict.ALLOWED else self._denied).put(key, verdict, now)
+            review.set_result(verdict)
+        finally:
+            del self._pending[key]
+            if not review.done():
+                review.set_result(Verdict.UNAVAILABLE)
         return verdict
 
-    async def _decide(self, token: str) -> Verdict:
-        user = await self._reviews.authenticate(token)
-        if user is None:
-            return Verdict.UNAUTHENTICATED
-        allowed = await self._reviews.authorize(user, path=METRICS_PATH, verb=VERB)
+    async def _review(self, token: str) -> Verdict:
+        try:
+            user = await self._reviews.authenticate(token)
+            if user is None:
+                return Verdict.UNAUTHENTICATED
+            allowed = await self._reviews.authorize(user, path=METRICS_PATH, verb=VERB)
+        except Exception as error:  # any failure to review is "cannot decide now" (not cached)
+            logger.warning("cannot review a /metrics client: %s", type(error).__name__)
+            return Verdict.UNAVAILABLE
         return Verdict.ALLOWED if allowed else Verdict.FORBIDDEN
 
-    def _remember(self, key: str, verdict: Verdict, now: float) -> None:
-        self._cache[key] = (now + self._ttl[verdict is Verdict.ALLOWED], verdict)
-        self._cache.move_to_end(key)
-        while len(self._cache) > self._max:
-            self._cache.popitem(last=False)
+
+class _Expiring:
+    """Verdicts by token hash, each for ``ttl`` seconds; the oldest written is evicted beyond ``size``."""
+
+    def __init__(self, *, ttl: float, size: int) -> None:
+        self._ttl, self._size = ttl, size
+        self._entries: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def hashes(self) -> list[str]:
+        return list(self._entries)
+
+    def get(self, key: str, now: float) -> Verdict | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if entry[0] <= now:
+            del self._entries[key]
+            return None
+        return entry[1]
+
+    def put(self, key: str, verdict: Verdict, now: float) -> None:
+        self._entries[key] = (now + self._ttl, verdict)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
 
 
 def user_from(status: Mapping[str, Any]) -> User | None:
@@ -163,7 +220,7 @@ class KubeReviews:
     their own."""
 
     def __init__(self, *, api_client: Any, observer: requests.ApiObserver | None = None) -> None:
-        bucket = ratelimits.TokenBucket(rate=REVIEW_QPS, burst=REVIEW_BURST)
+        bucket = ratelimits.TokenBucket(rate=REVIEW_QPS, burst=2 * REVIEW_BURST)
         requester = requests.Requester(bucket=bucket, observer=observer)
         self._api = ReviewsApi(api_client=api_client, requester=requester, timeout=REQUEST_TIMEOUT)
 

@@ -3,6 +3,7 @@ hash of the token; 401/403/503 from ``/metrics`` otherwise."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
@@ -87,11 +88,54 @@ async def test_decisions_are_cached_allowed_longer_than_refused() -> None:
 
 async def test_the_cache_keeps_no_token_and_is_bounded() -> None:
     reviews = FakeReviews(users={}, allowed=set())
-    guard = MetricsAccess(reviews=reviews, max_entries=3)
+    guard = MetricsAccess(reviews=reviews, max_entries=3, max_denied=3, review_burst=100)
     for index in range(10):
         await guard.verdict(_bearer(f"secret-{index}"))
-    assert len(guard._cache) == 3
-    assert not any("secret" in key for key in guard._cache)
+    assert len(guard._denied) == 3 and len(guard._allowed) == 0
+    assert not any("secret" in key for key in guard._denied.hashes())
+
+
+async def test_random_tokens_cannot_flush_an_allowed_entry() -> None:
+    clock = Clock()
+    reviews = FakeReviews(users={"good": ALICE}, allowed={ALICE.username})
+    guard = MetricsAccess(reviews=reviews, monotonic=clock, max_entries=2, max_denied=4, review_burst=10_000)
+    assert await guard.verdict(_bearer("good")) is Verdict.ALLOWED
+    for index in range(2_000):
+        assert await guard.verdict(_bearer(f"random-{index}")) is Verdict.UNAUTHENTICATED
+    calls = len(reviews.calls)
+    assert await guard.verdict(_bearer("good")) is Verdict.ALLOWED
+    assert len(reviews.calls) == calls, "the allowed entry was evicted by refused ones"
+    assert len(guard._denied) == 4
+
+
+async def test_an_empty_review_bucket_answers_unavailable_at_once_and_never_goes_into_debt() -> None:
+    clock = Clock()
+    reviews = FakeReviews(users={"good": ALICE}, allowed={ALICE.username})
+    guard = MetricsAccess(reviews=reviews, monotonic=clock, review_rate=2.0, review_burst=3)
+    verdicts = [await guard.verdict(_bearer(f"random-{index}")) for index in range(50)]
+    assert verdicts[:3] == [Verdict.UNAUTHENTICATED] * 3
+    assert set(verdicts[3:]) == {Verdict.UNAVAILABLE}
+    assert len(reviews.calls) == 3, "a refused review made an API call"
+    assert guard._bucket.available >= 0, "the bucket went into debt"
+    clock.now += 0.5  # one review's worth of refill (2 per second): the next one is reviewed, not queued
+    assert await guard.verdict(_bearer("good")) is Verdict.ALLOWED
+
+
+async def test_concurrent_requests_with_one_uncached_token_share_one_review() -> None:
+    gate = asyncio.Event()
+
+    class SlowReviews(FakeReviews):
+        async def authenticate(self, token: str) -> User | None:
+            await gate.wait()
+            return await super().authenticate(token)
+
+    reviews = SlowReviews(users={"good": ALICE}, allowed={ALICE.username})
+    guard = MetricsAccess(reviews=reviews, review_burst=1)
+    waiting = [asyncio.create_task(guard.verdict(_bearer("good"))) for _ in range(5)]
+    await asyncio.sleep(0)
+    gate.set()
+    assert await asyncio.gather(*waiting) == [Verdict.ALLOWED] * 5
+    assert len(reviews.calls) == 2
 
 
 async def test_a_failed_review_is_unavailable_and_not_cached() -> None:
