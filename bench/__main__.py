@@ -1,4 +1,5 @@
-"""``python -m bench run [--scenario herd|steady|scale|cost|failover|all] [--size smoke|small|full] [--out DIR]``."""
+"""``python -m bench run [--scenario herd|steady|scale|cost|failover|neighbour|all] [--size smoke|small|full]
+[--out DIR] [--latest docs/benchmarks/latest.json]``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from bench import env, report, scenarios
 
-SCENARIOS = ("herd", "steady", "scale", "cost", "failover")
+SCENARIOS = ("herd", "steady", "scale", "cost", "failover", "neighbour")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         "--max-load", type=float, default=0.0, help="wait (up to --load-wait s) until the 1-minute load is below this"
     )
     run.add_argument("--load-wait", type=float, default=900.0)
+    run.add_argument(
+        "--latest", type=Path, default=None, help="merge each scenario's headline numbers into this JSON file"
+    )
     sub.add_parser("report", help="re-render report.md and plots of a results folder").add_argument("folder", type=Path)
     args = parser.parse_args(argv)
     # Background shells ignore SIGINT; make SIGINT and SIGTERM unwind (operators, watchers, sandboxes stopped).
@@ -71,9 +75,24 @@ def main(argv: list[str] | None = None) -> int:
         )
         results["scenarios"][name] = result
         results_path.write_text(json.dumps(results, indent=1), encoding="utf-8")
+        if args.latest is not None and result.get("latest"):
+            _record_latest(args.latest, name, result, size=args.size)
         report.render(results, out)
     print(f"results: {out}", flush=True)
     return 0
+
+
+def _record_latest(path: Path, name: str, result: dict[str, Any], *, size: str) -> None:
+    """Set ``path``'s key ``name`` to the scenario's headline numbers (the other keys are kept)."""
+    latest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    latest[name] = {
+        **result["latest"],
+        "size": size,
+        "started": result["started"],
+        "machine": env.machine(),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(latest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _wait_for_load(limit: float, wait: float) -> float:

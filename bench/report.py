@@ -170,6 +170,15 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
                 for name, d in failover["cases"].items()]  # fmt: skip
         lines += _table(["settings", "flags", "kill -> standby's first Job (s)", "gap in Jobs (s)", "new token",
                          "load"], rows)  # fmt: skip
+    neighbour = scen.get("neighbour", {})
+    if neighbour.get("latest"):
+        latest = neighbour["latest"]
+        lines += [f"## neighbour: {latest['victims']} victims every 5 s, alone vs next to a hostile namespace", ""]
+        rows = [[phase, d.get("runs"), d.get("missed"), d.get("p50_s"), d.get("p99_s"), d.get("readyz_misses"),
+                 _load(d.get("load", {}).get("after"))] for phase, d in (("alone", latest["alone"]),
+                                                                        ("hostile", latest["hostile"]))]  # fmt: skip
+        lines += _table(["phase", "runs", "missed", "p50 (s)", "p99 (s)", "/readyz misses", "load after"], rows)
+        lines += [f"Goal {latest['goal']}: {'met' if latest['goal_met'] else 'NOT met'}.", ""]
     lines += [f"![{image}]({image})" for image in images]
     return "\n".join(lines) + "\n"
 

@@ -1,4 +1,4 @@
-"""The five scenarios and their sizes. Each runs on its own fresh sandbox."""
+"""The six scenarios and their sizes. Each runs on its own fresh sandbox."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from bench.failover import Failover
 from bench.herd import Herd
+from bench.neighbour import Neighbour
 from bench.scale import Scale
 from bench.steady import Steady
 
@@ -19,16 +20,19 @@ SIZES: dict[str, dict[str, Any]] = {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 100, "herd_namespaces": 4, "steady_m": 50, "steady_minutes": 1, "scale_n": 500,
         "cost_n": 100, "failover_objects": 5, "idle_seconds": 10, "herd_priority_share": 0.0,
+        "neighbour_victims": 5, "neighbour_seconds": 30,
     },
     "small": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 300, "herd_namespaces": 10, "steady_m": 100, "steady_minutes": 2, "scale_n": 2000,
         "cost_n": 200, "failover_objects": 10, "idle_seconds": 20, "herd_priority_share": 0.0,
+        "neighbour_victims": 20, "neighbour_seconds": 90,
     },
     "full": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 2000, "herd_namespaces": 20, "steady_m": 1000, "steady_minutes": 10, "scale_n": 50000,
         "cost_n": 500, "failover_objects": 20, "idle_seconds": 60, "herd_priority_share": 0.0,
+        "neighbour_victims": 20, "neighbour_seconds": 150,
     },
 }  # fmt: skip
 
@@ -91,6 +95,13 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             operator_args=operator_args(
                 params["sundial_qps"], params["sundial_burst"], extra=params.get("sundial_args", "")
             ),
+        ).run()
+    if name == "neighbour":
+        return Neighbour(
+            out=out,
+            victims=params["neighbour_victims"],
+            seconds=params["neighbour_seconds"],
+            operator_args=operator_args(extra=params.get("sundial_args", "")),
         ).run()
     if name == "failover":
         return Failover(out=out, objects=params["failover_objects"], operator_args=[]).run()

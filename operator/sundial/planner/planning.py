@@ -148,7 +148,7 @@ def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
             candidates.append(retry.not_before)
         elif age is not None and retry.trigger not in attempts.AGELESS:
             candidates.append(max(now, retry.scheduled_time + age) + due.TICK)
-    if backfills.in_progress(draft):
+    if backfills.in_progress(draft) or buffers.deferred(draft):
         candidates.append(now)
     reissue = draft.context.reissue_after
     candidates += [run.claimed_at + reissue for run in draft.active if not run.job_seen]

@@ -14,6 +14,11 @@ from sundial.model.spec import ScheduledJobSpec
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner.actions import Action
 
+CREATES_PER_PASS = 10
+"""Job creates one pass starts for new runs (catch-up, backfill) before it yields its namespace's turn (DESIGN
+§11.1): the rest wait in ``status.buffered`` and the object is planned again at once, after the dispatcher has
+served the other namespaces' turns. Equal to ``catchUp.maxRuns``' default, so a default catch-up fits one pass."""
+
 
 @dataclass(frozen=True)
 class Compiled:
@@ -53,6 +58,8 @@ class Context:
     reissue_after: timedelta = timedelta(seconds=15)
     """A claimed attempt whose Job has not been observed this long after the claim gets its (idempotent,
     same-name) CreateJob again: the replica that claimed it may have died between the claim and the create."""
+    creates_per_pass: int = CREATES_PER_PASS
+    """At most this many Job creates per pass for new runs (:data:`CREATES_PER_PASS`; retries count too)."""
     calendars: Mapping[str, ScheduleCalendarSpec | None] = field(default_factory=dict)
     """The ScheduleCalendars of the object's namespace that its ``spec.calendarRefs`` name and that exist, by
     name (None: it exists but is invalid). A name missing here is a calendar that does not exist."""

@@ -2,7 +2,9 @@
 
 Every policy is one case of :func:`admit`'s ``match``, as the CronJob controller keeps them side by side:
 
-* ``Allow``: all start.
+* ``Allow``: all start - at most ``Context.creates_per_pass`` Job creates in one pass (DESIGN §11.1); the
+  others wait in ``status.buffered`` (not counted as buffered, no Event) and start in the next passes, which
+  come at once, oldest first (:func:`.buffers.release`, :func:`.buffers.deferred`).
 * ``Forbid``: a run is skipped (``counters.skipped``, Event ``RunSkipped``) while any run is active or
   waiting for a retry, including one started earlier in the same pass - so of several new runs in one
   pass only the first starts.
@@ -41,7 +43,7 @@ def admit(draft: Draft, new_runs: Sequence[NewRun], observed: dict[str, Observed
         case ConcurrencyPolicy.ALLOW:
             ran = _ran(draft)
             for run in new_runs:
-                _start(draft, run, ran)
+                _start(draft, run, ran, defer=True)
         case ConcurrencyPolicy.FORBID:
             ran = _ran(draft)
             for run in new_runs:
@@ -81,13 +83,18 @@ def _duplicate(draft: Draft, run: NewRun, ran: set[RunKey]) -> str:
     return "it is already running or waiting" if key in draft.keys_in_flight() else ""
 
 
-def _start(draft: Draft, run: NewRun, ran: set[RunKey]) -> None:
-    """Start ``run`` unless it is a duplicate or too many runs are active."""
-    why = _duplicate(draft, run, ran) or ("too many active runs" if len(draft.active) >= MAX_ACTIVE else "")
+def _start(draft: Draft, run: NewRun, ran: set[RunKey], *, defer: bool = False) -> None:
+    """Start ``run`` unless it is a duplicate or too many runs are active; ``defer``: once this pass's Job
+    creates are used up, keep it for the next pass (runs kept so count as active for the bound)."""
+    kept = len(draft.buffered) if defer else 0
+    why = _duplicate(draft, run, ran) or ("too many active runs" if len(draft.active) + kept >= MAX_ACTIVE else "")
     if why:
         _skip(draft, run, why)
         return
     nominal, trigger, manual = run
+    if defer and draft.creates_left() <= 0:
+        buffers.defer(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
+        return
     start_run(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
 
 

@@ -12,6 +12,10 @@ When no run is active or waiting for a retry, the oldest buffered run starts (on
 one waits for it in turn). ``spec.suspend`` does not hold back a run already buffered (it was due before);
 an open dead-letter circuit and deletion do. If the policy is changed away from a buffer policy, the
 buffered runs are handed to the new policy as new due runs.
+
+Under ``Allow`` the buffer holds the runs a pass had no Job creates left for (:func:`defer`,
+``Context.creates_per_pass``, DESIGN §11.1): each pass hands them back as new due runs, oldest first, and
+the object is planned again at once while any wait (:func:`deferred`).
 """
 
 from __future__ import annotations
@@ -57,6 +61,22 @@ def buffer(draft: Draft, *, scheduled_time: datetime, trigger: Trigger, manual: 
     return True
 
 
+def defer(draft: Draft, *, scheduled_time: datetime, trigger: Trigger, manual: bool) -> None:
+    """Keep a run this pass has no Job create left for (``Allow``): it starts in the next pass."""
+    draft.buffered.append(
+        BufferedRun(scheduled_time=scheduled_time, trigger=trigger, buffered_at=draft.now, manual=manual)
+    )
+
+
+def deferred(draft: Draft) -> bool:
+    """Runs wait for the next pass (not for a run to end): plan again at once."""
+    return bool(draft.buffered) and draft.spec.concurrency_policy not in BUFFERING and not _held(draft)
+
+
+def _held(draft: Draft) -> bool:
+    return draft.circuit_open or draft.closing
+
+
 def release(draft: Draft) -> list[NewRun]:
     """Start the oldest buffered run if nothing is active or waiting for a retry (see the module docstring).
 
@@ -65,10 +85,12 @@ def release(draft: Draft) -> list[NewRun]:
     if not draft.buffered:
         return []
     if draft.spec.concurrency_policy not in BUFFERING:
+        if _held(draft):
+            return []
         handed = [(b.scheduled_time, b.trigger, b.manual) for b in draft.buffered]
         draft.buffered.clear()
         return handed
-    if draft.busy or draft.circuit_open or draft.closing:
+    if draft.busy or _held(draft):
         return []
     oldest = draft.buffered.pop(0)
     attempts.start_run(draft, scheduled_time=oldest.scheduled_time, trigger=oldest.trigger, manual=oldest.manual)

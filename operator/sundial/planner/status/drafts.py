@@ -26,7 +26,7 @@ from sundial.model.status import (
     ScheduledJobStatus,
     StatusCounter,
 )
-from sundial.planner.actions import Action, EmitEvent, EventReason, EventType
+from sundial.planner.actions import Action, CreateJob, EmitEvent, EventReason, EventType
 from sundial.planner.plans import Context, compile_spec
 
 RunKey = tuple[datetime, bool]
@@ -147,6 +147,11 @@ class Draft:
             | {(p.scheduled_time, p.manual) for p in self.pending}
             | {(b.scheduled_time, b.manual) for b in self.buffered}
         )
+
+    def creates_left(self) -> int:
+        """Job creates this pass may still start (``Context.creates_per_pass`` minus those already planned)."""
+        planned = sum(isinstance(action, CreateJob) for action in self.actions)
+        return self.context.creates_per_pass - planned
 
     @property
     def busy(self) -> bool:

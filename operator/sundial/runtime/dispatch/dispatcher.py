@@ -1,7 +1,7 @@
 """ONE loop that sleeps until the earliest due time (or a change), then reconciles due keys.
 
-Due keys go through a :class:`PriorityQueue` (``spec.priority`` with ageing, then round-robin across
-namespaces) and run with bounded concurrency (a semaphore). The priority of a key is asked of
+Due keys go through a :class:`FairQueue` (round-robin across namespaces first, then ``spec.priority``
+with ageing within a namespace) and run with bounded concurrency (a semaphore). The priority of a key is asked of
 ``priority_of`` (the store keeps it beside the deflated object, so nothing is decoded for it). A key is
 never reconciled twice at once: a change that arrives while it is in flight marks it dirty, and it is
 queued again as soon as the running pass ends.
@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from sundial.kube import errors
 from sundial.runtime.dispatch.dueindex import DueIndex
-from sundial.runtime.dispatch.fairness import PriorityQueue
+from sundial.runtime.dispatch.fairness import FairQueue
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.watch.store import Key
 
@@ -46,7 +46,7 @@ class Dispatcher:
         self._on_index_size = on_index_size
         self._priority_of = priority_of
         self.index: DueIndex[Key] = DueIndex()
-        self.queue = PriorityQueue(clock=clock)
+        self.queue = FairQueue(clock=clock)
         self._slots = asyncio.Semaphore(max_concurrency)
         self._wakeup = asyncio.Event()
         self._inflight: set[Key] = set()

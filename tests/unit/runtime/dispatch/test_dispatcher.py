@@ -73,3 +73,49 @@ async def test_a_failing_pass_is_retried_with_backoff() -> None:
     await asyncio.wait_for(dispatcher.run(stopping), timeout=2)
     await asyncio.sleep(0)
     assert dispatcher.index.next_due() == T0 + timedelta(seconds=1)  # ("ns", "a"), the only key
+
+
+async def test_priority_does_not_buy_a_namespace_more_than_its_turn() -> None:
+    order: list[tuple[str, str]] = []
+    stopping = asyncio.Event()
+    keys = [("flood", f"sj-{i}") for i in range(200)] + [("quiet", "a")]
+
+    async def reconcile(key: tuple[str, str]) -> datetime | None:
+        order.append(key)
+        if len(order) == len(keys):
+            stopping.set()
+        return None
+
+    dispatcher = Dispatcher(
+        reconcile=reconcile,
+        max_concurrency=1,
+        clock=lambda: T0,
+        priority_of=lambda key: 100 if key[0] == "flood" else 0,
+    )
+    for key in keys:
+        dispatcher.touch(key)
+    await asyncio.wait_for(dispatcher.run(stopping), timeout=5)
+    assert ("quiet", "a") in order[:2]
+
+
+async def test_a_pass_that_comes_back_at_once_yields_its_turn_to_other_namespaces() -> None:
+    """A capped catch-up or backfill pass returns "now": the other namespaces are served in between."""
+    order: list[tuple[str, str]] = []
+    stopping = asyncio.Event()
+    others = [(f"ns-{i}", "victim") for i in range(5)]
+
+    async def reconcile(key: tuple[str, str]) -> datetime | None:
+        order.append(key)
+        if key[0] == "noisy" and order.count(key) < 4:
+            return T0  # more creates to go: plan again at once
+        if all(o in order for o in others) and order.count(("noisy", "backfill")) == 4:
+            stopping.set()
+        return None
+
+    dispatcher = Dispatcher(reconcile=reconcile, max_concurrency=1, clock=lambda: T0)
+    dispatcher.touch(("noisy", "backfill"))
+    for key in others:
+        dispatcher.touch(key)
+    await asyncio.wait_for(dispatcher.run(stopping), timeout=5)
+    second = [i for i, key in enumerate(order) if key == ("noisy", "backfill")][1]
+    assert set(others) <= set(order[:second])
