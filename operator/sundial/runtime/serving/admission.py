@@ -20,8 +20,8 @@ module registers it as kopf's ``@kopf.on.validate`` handler and serves it with :
 * An UPDATE that leaves ``spec`` unchanged is allowed even if the spec is invalid or too large: an object stored
   before the webhook existed must still take labels, annotations and finalizer removals, or it could never be
   cleaned up. An UPDATE of an object being deleted that changes ``spec`` is not validated either, but its
-  ``spec.jobTemplate`` is still bounded (a tenant owning a finalizer could otherwise delete, then grow it). (Status writes go to the ``/status`` subresource, which the
-  webhook's rules do not cover.)
+  ``spec.jobTemplate`` is still bounded (a tenant owning a finalizer could otherwise delete, then grow it).
+  (Status writes go to the ``/status`` subresource, which the webhook's rules do not cover.)
 * kopf does not manage the ValidatingWebhookConfiguration unless ``--webhook-managed NAME`` is given: the
   Helm chart and the tests create it, scoped and with ``failurePolicy: Fail``.
 * The serving certificate comes from ``--webhook-cert-file``/``--webhook-key-file`` (re-read by kopf when the
