@@ -70,7 +70,10 @@ class ScheduledJob:
             try:
                 spec = parse_spec(raw_spec)
             except SpecError as problem:
-                error = problem
+                # Kept with the object: without its traceback and pydantic's error (their frames and inputs
+                # would keep the whole body alive as long as the error is).
+                problem.__context__ = None
+                error = problem.with_traceback(None)
         return cls(
             metadata=metadata,
             spec=spec,

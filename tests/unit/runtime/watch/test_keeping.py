@@ -146,3 +146,13 @@ def test_without_a_bound_everything_read_is_kept() -> None:
     store = Store(max_object_bytes=0)
     kept = store.scheduled_job(store.put_scheduled_job(body))
     assert kept is not None and kept["spec"] == body["spec"]
+
+
+def test_an_invalid_specs_error_does_not_keep_the_body_alive() -> None:
+    # The error stays with the parsed object; its traceback's frames and pydantic's error would hold the whole
+    # body (bench.memory --maximal measured 19 MB per maximal object alive at idle, 2.8 MB without them).
+    body = scheduled_job()
+    body["spec"]["schedule"] = "not cron"
+    error = model.ScheduledJob.from_dict(body).spec_error
+    assert error is not None and "spec.schedule" in str(error)
+    assert error.__traceback__ is None and error.__context__ is None
