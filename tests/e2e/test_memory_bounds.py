@@ -28,10 +28,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 FINALIZER = "e2e.sundial.dev/hold"
 
 
-@pytest.fixture(scope="module")
-def webhook(start_admission_webhook: AdmissionWebhookLauncher, module_namespace: str) -> AdmissionWebhook:
-    served = start_admission_webhook(namespaces=[module_namespace])
-    served.cover(module_namespace)
+@pytest.fixture
+def webhook(start_admission_webhook: AdmissionWebhookLauncher, namespace: str) -> AdmissionWebhook:
+    served = start_admission_webhook(namespaces=[namespace])
+    served.cover(namespace)
     return served
 
 
@@ -51,9 +51,9 @@ def _events(cluster: Cluster, namespace: str, name: str) -> list[dict[str, Any]]
 
 
 def test_a_240_kb_trigger_token_is_refused_with_an_event_and_never_copied_into_status(
-    cluster: Cluster, module_namespace: str, webhook: AdmissionWebhook, tmp_path: Path
+    cluster: Cluster, namespace: str, webhook: AdmissionWebhook, tmp_path: Path
 ) -> None:
-    namespace, name = module_namespace, "long-token"
+    name = "long-token"
     token = "t" * 240_000
     manifest = _scheduled_job(cluster, name, annotations={names.TRIGGER_ANNOTATION: token})
     path = tmp_path / "long-token.json"
@@ -80,9 +80,9 @@ def test_a_240_kb_trigger_token_is_refused_with_an_event_and_never_copied_into_s
 
 
 def test_growing_the_template_of_an_object_being_deleted_is_refused_by_the_webhook(
-    cluster: Cluster, module_namespace: str, webhook: AdmissionWebhook, tmp_path: Path
+    cluster: Cluster, namespace: str, webhook: AdmissionWebhook, tmp_path: Path
 ) -> None:
-    namespace, name = module_namespace, "deleting"
+    name = "deleting"
     cluster.apply(_scheduled_job(cluster, name, finalizers=[FINALIZER]), namespace=namespace)
     cluster.kubectl("delete", "scheduledjob", name, "-n", namespace, "--wait=false")
     cluster.wait_for(
