@@ -53,6 +53,7 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "InvalidSpec",
         "CalendarNotFound",
         "InvalidCalendar",
+        "ObjectTooLarge",
     },
     enums.CompleteReason: {"Succeeded", "DeadLettered", "Missed"},
     status.StatusCounter: {
@@ -87,6 +88,8 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "BackfillCompleted",
         "BackfillRefused",
         "InvalidBackfill",
+        "InvalidToken",
+        "ObjectTooLarge",
     },
     metrics.EventResult: {"created", "patched", "aggregated", "dropped", "failed"},
     metrics.FencedKind: {"job_create", "job_delete", "status", "event"},

@@ -7,8 +7,9 @@ Every failed request becomes a :class:`KubeError` of the class its callers catch
 answer. Its ``code`` stays for log lines and metrics; decisions catch the class.
 
 Also where an API failure becomes text: :func:`redact` takes the values the API server quotes in its
-validation messages (``spec...env[0].name: Invalid value: "TOKEN=hunter2": ...``, possibly a secret from a
-Job template) out of every message before it reaches a log line, a status (dead letter, condition) or an
+validation messages (``spec...env[0].name: Invalid value: "TOKEN=hunter2": ...``, or unquoted: ``-1``,
+``map[...]``, ``[]string{...}``; possibly a secret from a Job template), and the text of an admission webhook's
+or policy's denial, out of every message before it reaches a log line, a status (dead letter, condition) or an
 Event; the field path and the explanation stay. :func:`is_fenced` recognises the server-side fencing policy's
 refusal (``charts/sundial/templates/fencing-policy.yaml``).
 """
@@ -31,10 +32,16 @@ TRANSIENT_CODES = frozenset({429, 500, 502, 503, 504})
 REDACTED = "<redacted>"
 #: The API server's field-error kinds that quote the rejected value (``field.ErrorType`` strings).
 _VALUE_QUOTING = ("Invalid value", "Unsupported value", "Duplicate value", "Not found")
-#: ``<kind>: <value>`` where the value is a Go-quoted string (escapes included) or an unquoted token that runs
-#: to the next ``": "``, ``", "``, ``"]"`` or the end (numbers, ``map[...]``, ``[]string{...}``).
-_QUOTED_VALUE = re.compile(
-    r"(?P<kind>" + "|".join(map(re.escape, _VALUE_QUOTING)) + r'): (?:"(?:[^"\\]|\\.)*"|.+?(?=: |, |\]|$))',
+#: ``<kind>: `` before a value: a Go-quoted string (escapes included) or an unquoted one (see :func:`_value_end`).
+_VALUE_KIND = re.compile(r"(?P<kind>" + "|".join(map(re.escape, _VALUE_QUOTING)) + r"): ")
+_GO_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_OPENING, _CLOSING = "([{", ")]}"
+#: An admission webhook's or a ValidatingAdmissionPolicy's denial: its text is another controller's, and may
+#: quote anything from the request (an image, an env value); only the head naming who denied stays.
+_DENIAL = re.compile(
+    r"(?P<head>admission webhook \"[^\"]*\" denied the request"
+    r"|ValidatingAdmissionPolicy '[^']*' with binding '[^']*' denied request"
+    r"|ValidatingAdmissionPolicy '[^']*' denied request): (?P<text>.*)",
     re.DOTALL,
 )
 #: The fencing policy's messages start with this (its ``messageExpression``): "the shard moved on".
@@ -91,8 +98,47 @@ _INVALID_REASONS = frozenset({"Invalid", "BadRequest"})
 
 
 def redact(message: str) -> str:
-    """``message`` with every value the API server quoted replaced by :data:`REDACTED` (paths stay)."""
-    return _QUOTED_VALUE.sub(lambda match: f'{match.group("kind")}: "{REDACTED}"', message)
+    """``message`` with every value the API server quoted replaced by :data:`REDACTED` (paths stay), and the
+    text of an admission webhook's or policy's denial too (except the fencing policy's own, which quotes only
+    a token and a Lease name and is how :func:`is_fenced` knows it)."""
+    denial = _DENIAL.search(message)
+    if denial is not None and not denial.group("text").startswith(FENCED_MARKER):
+        message = f"{message[: denial.start()]}{denial.group('head')}: {REDACTED}"
+    out: list[str] = []
+    position = 0
+    for match in _VALUE_KIND.finditer(message):
+        if match.start() < position:
+            continue  # inside a value already redacted
+        out.append(message[position : match.start()] + f'{match.group("kind")}: "{REDACTED}"')
+        position = _value_end(message, match.end())
+    out.append(message[position:])
+    return "".join(out)
+
+
+def _value_end(message: str, start: int) -> int:
+    """Where the value starting at START ends: after a Go-quoted string, or for an unquoted one (a number,
+    ``map[a:b]``, ``[]string{"a", "b"}``, a bare word) at the first ``": "``, ``", "``, or unmatched closing
+    bracket outside brackets and quotes, or the end."""
+    quoted = _GO_QUOTED.match(message, start)
+    if quoted is not None:
+        return quoted.end()
+    depth, i = 0, start
+    while i < len(message):
+        char = message[i]
+        if char == '"':
+            inner = _GO_QUOTED.match(message, i)
+            i = inner.end() if inner is not None else len(message)
+            continue
+        if char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            if depth == 0:
+                return i
+            depth -= 1
+        elif depth == 0 and message.startswith((": ", ", "), i):
+            return i
+        i += 1
+    return i
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,9 @@ class ConditionReason(StrEnum):
     INVALID_CALENDAR = "InvalidCalendar"
     """``Ready=False``: a ScheduleCalendar named in ``spec.calendarRefs`` is invalid; nothing fires until it is
     fixed."""
+    OBJECT_TOO_LARGE = "ObjectTooLarge"
+    """``Ready=False``: the object is larger than the operator keeps (the message names its size and the bound);
+    nothing fires, no Jobs are made, until it is made smaller."""
 
 
 class CompleteReason(StrEnum):

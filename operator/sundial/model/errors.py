@@ -32,6 +32,28 @@ class SpecError(ValueError):
         return self.problems[0].path if self.problems else "spec"
 
 
+OBJECT_PATH = "object"
+
+
+class ObjectTooLargeError(SpecError):
+    """The object as the operator would keep it (metadata and spec) is over the operator's bound: it is
+    kept as a stub (no spec) and refused with ``Ready=False``, reason ``ObjectTooLarge`` (DESIGN §11.1)."""
+
+    def __init__(self, *, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            [
+                SpecProblem(
+                    path=OBJECT_PATH,
+                    message=f"is {size} bytes of JSON (its spec and the metadata the operator reads), over the "
+                    f"operator's bound of {limit} bytes (the jobTemplate bound, --max-job-template-bytes, plus a "
+                    "margin for the rest of the spec): it is not planned and no Jobs are made for it",
+                )
+            ]
+        )
+
+
 def _path(root: str, error: ErrorDetails) -> str:
     parts = [root] if root else []
     for item in error["loc"]:

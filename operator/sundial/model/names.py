@@ -10,6 +10,7 @@ import hashlib
 import re
 from typing import Final
 
+from sundial.model import types
 from sundial.model.resource import GROUP, KIND, VERSION
 
 API_VERSION: Final = f"{GROUP}/{VERSION}"
@@ -43,15 +44,18 @@ in a ScheduledJob's status it is ``status.fencingToken``)."""
 
 # Token annotations on the ScheduledJob (DESIGN §5, the Flux ``requestedAt`` pattern).
 TRIGGER_ANNOTATION: Final = "sundial.dev/trigger"
-"""On a ScheduledJob: a new value requests one manual run now (echoed in ``status.lastHandledTrigger``).
+"""On a ScheduledJob: a new value (at most 253 characters) requests one manual run now (echoed in
+``status.lastHandledTrigger``).
 On a Job: why it was created, a :class:`sundial.model.enums.Trigger` (``schedule``, ``catch-up``, ``retry``,
 ``manual``, ``redrive`` or ``backfill``)."""
 REDRIVE_ANNOTATION: Final = "sundial.dev/redrive"
-"""A new value redrives every current dead letter (echoed in ``status.lastHandledRedrive``)."""
+"""A new value (at most 253 characters) redrives every current dead letter (echoed in
+``status.lastHandledRedrive``)."""
 BACKFILL_ANNOTATION: Final = "sundial.dev/backfill"
-"""JSON ``{"token": "...", "from": T1, "to": T2, "maxRuns": N}``: a new token runs every nominal time in
-``[T1, T2]`` that has no run yet, with its scheduled run's Job name and idempotency key (progress in
-``status.backfills``, the token echoed in ``status.lastHandledBackfill``; ``maxRuns`` defaults to 100)."""
+"""JSON ``{"token": "...", "from": T1, "to": T2, "maxRuns": N}`` (a token of at most 253 characters): a new token
+runs every nominal time in ``[T1, T2]`` that has no run yet, with its scheduled run's Job name and idempotency
+key (progress in ``status.backfills``, the token echoed in ``status.lastHandledBackfill``; ``maxRuns`` defaults
+to 100)."""
 
 JOB_ANNOTATIONS: Final = (
     SCHEDULED_TIME_ANNOTATION,
@@ -63,6 +67,18 @@ JOB_ANNOTATIONS: Final = (
 """The annotations every Job (and its pod template) carries."""
 TOKEN_ANNOTATIONS: Final = (TRIGGER_ANNOTATION, REDRIVE_ANNOTATION, BACKFILL_ANNOTATION)
 """The request annotations a user (or the plugin, or an Argo CD action) sets on a ScheduledJob."""
+MAX_TOKEN_LENGTH: Final = types.MAX_TOKEN_LENGTH
+"""Longest token of ``sundial.dev/trigger``, ``sundial.dev/redrive`` and of a ``sundial.dev/backfill`` request
+(and of their echoes in status, DESIGN §11.1). A longer one is not handled and gets one Warning Event naming
+the annotation and the limit (``InvalidToken``, ``InvalidBackfill``); it is never copied into status."""
+MAX_BACKFILL_ANNOTATION_LENGTH: Final = 2048
+"""Longest ``sundial.dev/backfill`` value (its JSON, with a token of at most 253 characters even if escaped)."""
+
+
+def token_limit(annotation: str) -> int:
+    """The longest value of a token annotation the operator handles (what the store keeps of it)."""
+    return MAX_BACKFILL_ANNOTATION_LENGTH if annotation == BACKFILL_ANNOTATION else MAX_TOKEN_LENGTH
+
 
 # Environment variables injected into every container and init container of a run.
 SCHEDULED_TIME_ENV: Final = "SUNDIAL_SCHEDULED_TIME"

@@ -10,7 +10,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from sundial import schedule
-from sundial.model.errors import SpecError, SpecProblem, problems_from
+from sundial.model.errors import ObjectTooLargeError, SpecError, SpecProblem, problems_from
 from sundial.model.spec import ScheduledJobSpec
 from sundial.model.status import ScheduledJobStatus
 
@@ -18,6 +18,9 @@ GROUP: Final = "sundial.dev"
 VERSION: Final = "v1alpha1"
 PLURAL: Final = "scheduledjobs"
 KIND: Final = "ScheduledJob"
+TOO_LARGE_FIELD: Final = "sundial.dev/tooLarge"
+"""A top-level field of a kept stub (never of an API object, whose schema prunes unknown fields):
+``{"size": N, "limit": L}`` in place of the spec of an object over the operator's bound (DESIGN §11.1)."""
 
 
 @dataclass(frozen=True)
@@ -65,11 +68,15 @@ class ScheduledJob:
         )
         raw_spec = body.get("spec") or {}
         spec: ScheduledJobSpec | None = None
-        error: SpecError | None = None
-        try:
-            spec = (parse or parse_spec)(raw_spec)
-        except SpecError as problem:
-            error = problem
+        error: SpecError | None = _too_large(body.get(TOO_LARGE_FIELD))
+        if error is None:
+            try:
+                spec = (parse or parse_spec)(raw_spec)
+            except SpecError as problem:
+                # Kept with the object: without its traceback and pydantic's error (their frames and inputs
+                # would keep the whole body alive as long as the error is).
+                problem.__context__ = None
+                error = problem.with_traceback(None)
         return cls(
             metadata=metadata,
             spec=spec,
@@ -77,6 +84,12 @@ class ScheduledJob:
             status=parse_status(body.get("status") or {}),
             raw_spec=raw_spec,
         )
+
+
+def _too_large(marker: Any) -> ObjectTooLargeError | None:
+    if not isinstance(marker, Mapping):
+        return None
+    return ObjectTooLargeError(size=int(marker.get("size") or 0), limit=int(marker.get("limit") or 0))
 
 
 def _maybe_time(value: Any) -> datetime | None:

@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field
 
 from sundial.model.base import StatusModel
 from sundial.model.enums import DeadLetterReason, RunResult, Trigger
-from sundial.model.types import Message, Timestamp
+from sundial.model.types import Message, Timestamp, Token
 
 #: Bounds of the status lists (mirrored in the CRD's maxItems).
 MAX_ACTIVE = 100
@@ -111,7 +111,7 @@ class BufferedRun(StatusModel):
 class BackfillProgress(StatusModel):
     """One ``sundial.dev/backfill`` request: every nominal time in ``[from, to]`` runs once (DESIGN §4.2)."""
 
-    token: str
+    token: Token
     from_: Timestamp = Field(alias="from")
     """The first nominal time of the range (inclusive)."""
     to: Timestamp
@@ -197,9 +197,9 @@ class ScheduledJobStatus(StatusModel):
     """Dead-lettered runs since the last success; drives ``deadLetter.suspendAfter``."""
     circuit_generation: int | None = None
     """The generation at which the suspendAfter circuit opened (a spec change closes it)."""
-    last_handled_trigger: str | None = None
-    last_handled_redrive: str | None = None
-    last_handled_backfill: str | None = None
+    last_handled_trigger: Token | None = None
+    last_handled_redrive: Token | None = None
+    last_handled_backfill: Token | None = None
     """The token of the last ``sundial.dev/backfill`` request handled (accepted, refused or invalid)."""
     finished_at: Timestamp | None = None
     """One-offs: when the object completed (drives ttlSecondsAfterFinished)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -12,6 +13,10 @@ from sundial import schedule
 #: Longest free-text message kept in status (mirrors the CRD's maxLength); longer text is truncated.
 MAX_MESSAGE_LENGTH = 1024
 _ELLIPSIS = "..."
+#: Longest token kept in status (``lastHandled*``, ``backfills[].token``; mirrors the CRD and
+#: :data:`sundial.model.names.MAX_TOKEN_LENGTH`).
+MAX_TOKEN_LENGTH = 253
+INVALID_TOKEN_PREFIX = "invalid-"
 
 #: Longest accepted duration: Go's ``time.Duration`` maximum (2^63-1 ns, ~292 years), truncated to whole
 #: microseconds. The CRD pattern admits any number of digits ("9999999999h"); a longer value is not a Go duration
@@ -22,6 +27,18 @@ MAX_DURATION = timedelta(microseconds=(2**63 - 1) // 1_000)
 def _truncate_message(value: Any) -> Any:
     if isinstance(value, str) and len(value) > MAX_MESSAGE_LENGTH:
         return value[: MAX_MESSAGE_LENGTH - len(_ELLIPSIS)] + _ELLIPSIS
+    return value
+
+
+def invalid_token_marker(raw: str) -> str:
+    """What status records for a token (or backfill annotation) that was not handled: ``invalid-`` and 12 hex
+    digits of its SHA-256 (so the same value is refused once, and a new one again)."""
+    return INVALID_TOKEN_PREFIX + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _bounded_token(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_TOKEN_LENGTH:
+        return invalid_token_marker(value)  # written by an older version: never handled again, never re-echoed
     return value
 
 
@@ -77,3 +94,7 @@ Timestamp = Annotated[
 Message = Annotated[str, StringConstraints(max_length=MAX_MESSAGE_LENGTH), BeforeValidator(_truncate_message)]
 """Free text for status (condition and failure messages): truncated to ``MAX_MESSAGE_LENGTH`` characters,
 so a long Job failure message can never make a status write fail the CRD's ``maxLength``."""
+
+Token = Annotated[str, StringConstraints(max_length=MAX_TOKEN_LENGTH), BeforeValidator(_bounded_token)]
+"""A handled token in status: at most ``MAX_TOKEN_LENGTH`` characters; a longer one (from a status an older
+version wrote) is read as its :func:`invalid_token_marker`, so a status write never fails the CRD's ``maxLength``."""

@@ -68,6 +68,11 @@ class EventReason(StrEnum):
     """Warning: a backfill of a one-off (``runAt`` or as soon as possible) was refused: it has no schedule."""
     INVALID_BACKFILL = "InvalidBackfill"
     """Warning: the ``sundial.dev/backfill`` annotation is not a valid request (the problem in the message)."""
+    INVALID_TOKEN = "InvalidToken"
+    """Warning: a ``sundial.dev/trigger`` or ``sundial.dev/redrive`` token is longer than 253 characters: not
+    handled, not copied into status (the annotation and the limit in the message)."""
+    OBJECT_TOO_LARGE = "ObjectTooLarge"
+    """Warning: the object is larger than the operator keeps (as condition ``Ready=False``)."""
 
 
 CONDITION_EVENTS: Mapping[ConditionReason, EventReason] = MappingProxyType(
@@ -76,6 +81,7 @@ CONDITION_EVENTS: Mapping[ConditionReason, EventReason] = MappingProxyType(
         ConditionReason.INVALID_SPEC: EventReason.INVALID_SPEC,
         ConditionReason.CALENDAR_NOT_FOUND: EventReason.CALENDAR_NOT_FOUND,
         ConditionReason.INVALID_CALENDAR: EventReason.INVALID_CALENDAR,
+        ConditionReason.OBJECT_TOO_LARGE: EventReason.OBJECT_TOO_LARGE,
     }
 )
 """The Warning Event a ``Ready=False`` condition emits when it changes, by the condition's reason (the same

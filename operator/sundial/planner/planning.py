@@ -5,7 +5,8 @@ bad spec. The order of one pass:
 
 1. An invalid spec (``obj.spec is None``) only reports itself: ``Ready=False`` with reason
    ``InvalidSchedule`` (the first problem is under ``spec.schedule``, ``spec.timeZone`` or
-   ``spec.daylightSaving``) or ``InvalidSpec``, the error text (naming the field) as message, and one
+   ``spec.daylightSaving``), ``ObjectTooLarge`` (the store kept only a stub of an object over its bound)
+   or ``InvalidSpec``, the error text (naming the field) as message, and one
    Warning Event of that reason when the condition changes. No runs, no wake-up.
 2. A spec change (``generation != status.circuitGeneration``) closes an open dead-letter circuit.
 3. A new ``sundial.dev/redrive`` token redrives the dead letters (:mod:`.requests.triggers`).
@@ -38,6 +39,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType, Trigger
+from sundial.model.errors import ObjectTooLargeError
 from sundial.model.resource import ScheduledJob
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner import summary
@@ -116,6 +118,8 @@ def _invalid(obj: ScheduledJob, context: Context) -> Plan:
     message = str(error) if error is not None and str(error) else "spec: invalid"
     first = error.first_field if error is not None else "spec"
     reason = ConditionReason.INVALID_SCHEDULE if first.startswith(_SCHEDULE_FIELDS) else ConditionReason.INVALID_SPEC
+    if isinstance(error, ObjectTooLargeError):
+        reason = ConditionReason.OBJECT_TOO_LARGE
     found = list(obj.status.conditions)
     generation = obj.metadata.generation
     changed = conditions.put(

@@ -34,6 +34,7 @@ from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
 from sundial.runtime.watch.intake import Intake
+from sundial.runtime.watch.keeping import object_bound
 from sundial.runtime.watch.readiness import InitialListing
 from sundial.runtime.watch.store import Key, Store
 from sundial.schedule import utcnow
@@ -96,7 +97,8 @@ async def build(
     bucket = ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst)
     requester = requests.Requester(bucket=bucket, observer=metrics)
     api = objects.ObjectsApi(api_client=client, requester=requester)
-    listing = InitialListing(store := Store())
+    # One object's kept size is bounded (DESIGN §11.1): the jobTemplate bound plus a margin (watch/keeping.py).
+    listing = InitialListing(store := Store(max_object_bytes=object_bound(settings.webhook.max_job_template_bytes)))
     in_flight = InFlight()
     lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
     lease_api = _lease_api(settings, configuration, metrics)

@@ -123,3 +123,48 @@ def test_the_fencing_policys_refusal_is_its_own_error() -> None:
     assert isinstance(errors.classify(_api_error(403, "Forbidden", message)), errors.ForbiddenError)
     rbac = errors.classify(_api_error(403, "Forbidden", "jobs is forbidden: User cannot create"))
     assert type(rbac) is errors.ForbiddenError
+
+
+def test_unquoted_composite_values_are_redacted_whole() -> None:
+    message = (
+        'spec.a: Invalid value: []string{"x", "s3cr3t-list"}: must be short, '
+        'spec.b: Invalid value: map[string]string{"k":"s3cr3t-map"}: bad, '
+        "spec.c: Unsupported value: s3cr3t-bare, spec.d: Invalid value: 3: must be 1"
+    )
+    redacted = errors.redact(message)
+    assert "s3cr3t" not in redacted
+    for path in (
+        "spec.a: Invalid value",
+        "spec.b: Invalid value",
+        "spec.c: Unsupported value",
+        "spec.d: Invalid value",
+    ):
+        assert f'{path}: "{errors.REDACTED}"' in redacted
+    assert "must be short" in redacted and "must be 1" in redacted
+
+
+def test_webhook_and_policy_denials_keep_only_who_denied() -> None:
+    webhook = (
+        'admission webhook "policy.example.com" denied the request: image registry.example/s3cr3t:1 '
+        "is not allowed; env TOKEN=s3cr3t"
+    )
+    policy = (
+        "jobs.batch \"j\" is forbidden: ValidatingAdmissionPolicy 'images' with binding 'images' denied request: "
+        "image s3cr3t:1 is not signed"
+    )
+    for message in (webhook, policy):
+        redacted = errors.redact(message)
+        assert "s3cr3t" not in redacted
+        assert redacted.endswith(f"denied the request: {errors.REDACTED}") or redacted.endswith(
+            f"denied request: {errors.REDACTED}"
+        )
+    assert 'admission webhook "policy.example.com" denied' in errors.redact(webhook)
+    assert "ValidatingAdmissionPolicy 'images' with binding 'images'" in errors.redact(policy)
+
+
+def test_the_fencing_policys_own_denial_is_kept() -> None:
+    message = (
+        "jobs.batch \"j\" is forbidden: ValidatingAdmissionPolicy 'sundial-fencing' with binding "
+        "'sundial-fencing' denied request: sundial.dev/fenced: fencing token 0-4 is older than Lease x"
+    )
+    assert errors.redact(message) == message

@@ -22,6 +22,7 @@ from sundial.cli.kubectl import (
     describe,
     forecast,
     get,
+    outputs,
     preview,
     redrive,
     suspend,
@@ -86,11 +87,12 @@ def main(argv: Sequence[str] | None = None, *, now: Clock = _system_now) -> int:
     except PluginError as error:
         parser.error(str(error))
     args = parser.parse_args(rest)
-    try:
-        result: int = args.handler(args, Kubectl(options), now)
-    except PluginError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    with outputs.sanitized():  # what is printed comes from the cluster: no terminal escapes
+        try:
+            result: int = args.handler(args, Kubectl(options), now)
+        except PluginError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
     return result
 
 

@@ -1,11 +1,19 @@
 """Output formats of ``kubectl sundial`` as kubectl prints them: the ``-o`` flag, ``-o json|yaml|name``, tables,
 ages and the one-line results of the commands that write. Imports nothing of Sundial (YAML only for ``-o yaml``).
+
+Everything the plugin prints comes from the cluster in part (tokens, messages, names a tenant chose), so it is
+printed through :func:`printable` (:func:`sanitized` wraps stdout and stderr while a command runs): a control
+character - a terminal escape, a carriage return, a bidirectional override - is shown escaped, never sent to
+the terminal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+import re
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -16,6 +24,42 @@ if TYPE_CHECKING:
 SCHEDULED_JOB = "scheduledjob.sundial.dev"
 """What ``-o name`` prints before the slash for a ScheduledJob (kubectl: ``<resource>.<group>/<name>``)."""
 JOB = "job.batch"
+
+#: C0 controls but tab and newline, DEL, C1 controls (``\x9b`` is a CSI on some terminals), bidi overrides.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """TEXT with each control character shown as ``\\xNN`` or ``\\uNNNN`` instead of sent to the terminal."""
+    return _CONTROL.sub(lambda match: _escape(ord(match.group())), text)
+
+
+def _escape(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+class _Printable:
+    """A text stream whose writes go through :func:`printable`."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return int(self._stream.write(printable(text)))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def sanitized() -> Iterator[None]:
+    """While it lasts, everything printed to stdout and stderr goes through :func:`printable`."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Printable(out), _Printable(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 class Output(StrEnum):

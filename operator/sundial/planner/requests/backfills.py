@@ -23,13 +23,13 @@
   first. ``retry.maxRunAge`` does not apply to backfill runs (they are old by design).
 * A one-off (``runAt``, or as soon as possible) has no schedule to backfill: the request is refused with
   a Warning Event ``BackfillRefused`` and a done entry whose message says so. An annotation that is not a
-  valid request gets a Warning Event ``InvalidBackfill`` naming the annotation and the problem, and
+  valid request (among others a token over 253 characters, or a value over 2048) gets a Warning Event
+  ``InvalidBackfill`` naming the annotation and the problem, and
   nothing else happens (its ``lastHandledBackfill`` is ``invalid-<12 hex digits of its SHA-256>``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,7 +37,7 @@ from datetime import datetime
 from typing import Any
 
 from sundial import schedule
-from sundial.model import names
+from sundial.model import names, types
 from sundial.model.enums import ConcurrencyPolicy, Trigger
 from sundial.model.status import (
     MAX_ACTIVE,
@@ -78,6 +78,8 @@ class Request:
 
 def parse_request(raw: str) -> Request:
     """Parse the annotation's value; raises :class:`RequestError` naming the field."""
+    if len(raw) > names.MAX_BACKFILL_ANNOTATION_LENGTH:
+        raise RequestError(f"longer than the limit of {names.MAX_BACKFILL_ANNOTATION_LENGTH} characters")
     try:
         value = json.loads(raw)
     except ValueError as error:
@@ -90,6 +92,8 @@ def parse_request(raw: str) -> Request:
     token = value.get("token")
     if not isinstance(token, str) or not token:
         raise RequestError("token: must be a non-empty string")
+    if len(token) > names.MAX_TOKEN_LENGTH:
+        raise RequestError(f"token: longer than the limit of {names.MAX_TOKEN_LENGTH} characters")
     start, end = _time(value, "from"), _time(value, "to")
     if end < start:
         raise RequestError("to: must not be before from")
@@ -119,7 +123,7 @@ def annotation_value(request: Request) -> str:
 
 def invalid_marker(raw: str) -> str:
     """``lastHandledBackfill`` for an annotation that is not a valid request."""
-    return "invalid-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12]
+    return types.invalid_token_marker(raw)
 
 
 def request(draft: Draft) -> None:

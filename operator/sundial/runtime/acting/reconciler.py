@@ -187,10 +187,10 @@ class Reconciler:
                     )
                     if fresh is None:
                         return PassOutcome.GONE, None
-                    body = fresh
+                    body = self._store.view(fresh)  # planned as kept: slim, or a stub if too large
                     self._store.keep_newer(fresh, read_version=obj.metadata.resource_version)
                     continue
-                body, claimed = written.body, True
+                body, claimed = self._store.view(written.body), True
                 self._store.keep_newer(body, read_version=obj.metadata.resource_version)
                 self._count(obj.status, plan.status)
                 self._maybe_crash(plan)

@@ -17,10 +17,11 @@ module registers it as kopf's ``@kopf.on.validate`` handler and serves it with :
   limit) is refused too: every replica keeps every ScheduledJob in memory, and CEL has no size of an object.
   Who may write a jobTemplate at all (``create`` on ``batch/jobs``) is the API server's own check, a
   ValidatingAdmissionPolicy of the chart and of ``config/admission-policies``, not this webhook's.
-* An UPDATE that leaves ``spec`` unchanged, or of an object being deleted, is allowed even if the spec is
-  invalid: an object stored before the webhook existed must still take labels, annotations and finalizer
-  removals, or it could never be cleaned up. (Status writes go to the ``/status`` subresource, which the
-  webhook's rules do not cover.)
+* An UPDATE that leaves ``spec`` unchanged is allowed even if the spec is invalid or too large: an object stored
+  before the webhook existed must still take labels, annotations and finalizer removals, or it could never be
+  cleaned up. An UPDATE of an object being deleted that changes ``spec`` is not validated either, but its
+  ``spec.jobTemplate`` is still bounded (a tenant owning a finalizer could otherwise delete, then grow it).
+  (Status writes go to the ``/status`` subresource, which the webhook's rules do not cover.)
 * Validation runs off the main loop (:mod:`.offloop`): on at most 2 threads, with at most 8 more requests
   waiting; a request beyond that is refused at once (429, "busy: retry"), so a flood of AdmissionReviews
   (the port has no client authentication) costs its sender errors, not the operator's loop. The request body
@@ -94,10 +95,13 @@ def size_problem(spec: Mapping[str, Any], *, limit: int) -> model.SpecProblem | 
 
 
 def _exempt(body: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
-    """An UPDATE (OLD given) that leaves ``spec`` unchanged, or of an object being deleted: admitted as it is."""
-    if old is None:
-        return False
-    return bool((body.get("metadata") or {}).get("deletionTimestamp")) or body.get("spec") == old.get("spec")
+    """An UPDATE (OLD given) that leaves ``spec`` unchanged: admitted as it is."""
+    return old is not None and body.get("spec") == old.get("spec")
+
+
+def _deleting(body: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """An UPDATE of an object being deleted: its spec is not validated, but still bounded in size."""
+    return old is not None and bool((body.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def problems(
@@ -112,6 +116,8 @@ def problems(
     too_big = size_problem(spec, limit=max_job_template_bytes)
     if too_big is not None:
         found.append(too_big)
+    if _deleting(body, old):
+        return found  # a spec change while deleting: only the size bound (every replica would keep it)
     try:
         model.parse_spec(spec)
     except model.SpecError as error:
@@ -122,7 +128,7 @@ def problems(
 def calendar_problems(body: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[model.SpecProblem]:
     """What is wrong with a ScheduleCalendar's spec (cron entries, dates, ranges, time zone), as the operator
     would find it; the same exemptions as :func:`problems` for UPDATEs."""
-    if _exempt(body, old):
+    if _exempt(body, old) or _deleting(body, old):
         return []
     error = calendars.ScheduleCalendar.from_dict(body).error
     if error is None:

@@ -7,15 +7,15 @@ is kept as a *tombstone* (phase DELETED, or its final phase if it had finished) 
 the status no longer needs it: that is how "the worker crashed" (JobLost) is noticed.
 
 Memory (every replica holds every object): a ScheduledJob is kept as the compressed JSON of only what
-:meth:`sundial.model.ScheduledJob.from_dict` reads — ``spec``, ``status`` and the metadata fields of
-:class:`sundial.model.ObjectMeta`, with only Sundial's own (``sundial.dev/``) annotations — and decoded
-again for each pass. Not kept: ``managedFields`` (server-side apply makes it the largest part of a body),
-labels, other annotations (``kubectl.kubernetes.io/last-applied-configuration`` is a second copy of the
-object), ownerReferences, finalizers; the JSON is deflated (:class:`_Codec`). A Job is kept only as the
-:class:`ObservedJob` the planner is given (a Job body is larger still). The UIDs seen for readiness are kept
-only until the initial state is indexed (:meth:`Store.stop_tracking_uids`). ``spec.priority`` is kept beside
-the blob, in a dict holding only the objects whose priority is not 0, so dispatch orders keys without
-decoding anything. The sizes per object, measured with ``python -m bench.memory``, are in docs/benchmarks.md.
+:meth:`sundial.model.ScheduledJob.from_dict` reads (:mod:`.keeping`: ``spec``, ``status``, the metadata fields
+of :class:`sundial.model.ObjectMeta` with only the token annotations, each bounded) and decoded again for each
+pass; an object whose kept JSON is over the store's ``max_object_bytes`` (:func:`.keeping.object_bound`) is kept
+as a stub the planner refuses with ``Ready=False``, reason ``ObjectTooLarge``. The JSON is deflated
+(:class:`_Codec`). A Job is kept only as the :class:`ObservedJob` the planner is given (a Job body is larger
+still). The UIDs seen for readiness are kept only until the initial state is indexed
+(:meth:`Store.stop_tracking_uids`). ``spec.priority`` is kept beside the blob, in a dict holding only the
+objects whose priority is not 0, so dispatch orders keys without decoding anything. The sizes per object,
+measured with ``python -m bench.memory``, are in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -31,26 +31,15 @@ from sundial.model import names
 from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType
 from sundial.model.spec import MAX_PRIORITY, MIN_PRIORITY
 from sundial.planner.observed import ObservedJob
-from sundial.runtime.watch import jobs
+from sundial.runtime.watch import jobs, keeping
 from sundial.runtime.watch.calendars import Calendars, refs_of
 
 Key = tuple[str, str]
 """(namespace, name) of a ScheduledJob."""
 
 
-#: The metadata fields :class:`sundial.model.ObjectMeta` is built from (all the operator reads).
-KEPT_METADATA = (
-    "name",
-    "namespace",
-    "uid",
-    "generation",
-    "resourceVersion",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "annotations",
-)
-#: Annotations kept: Sundial's own (the trigger and redrive tokens, DESIGN §5).
-KEPT_ANNOTATION_PREFIX = names.PREFIX
+KEPT_METADATA = keeping.KEPT_METADATA
+KEPT_ANNOTATIONS = keeping.KEPT_ANNOTATIONS
 
 
 #: A typical ScheduledJob (field names, common values): the start of the compression dictionary.
@@ -108,8 +97,8 @@ class _Codec:
     def __init__(self) -> None:
         self._zdict: bytes | None = None
 
-    def encode(self, value: Mapping[str, Any]) -> bytes:
-        raw = orjson.dumps(value)
+    def encode(self, raw: bytes) -> bytes:
+        """Compress RAW, a kept object's compact JSON."""
         if self._zdict is None:
             first = raw if len(raw) <= _FIRST_OBJECT_LIMIT else b""
             self._zdict = orjson.dumps(_TYPICAL) + first
@@ -148,17 +137,8 @@ def key_of(body: Mapping[str, Any]) -> Key:
 
 
 def slim_scheduled_job(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The parts of a ScheduledJob body the operator reads (see the module docstring)."""
-    meta = body.get("metadata") or {}
-    kept = {field: meta[field] for field in KEPT_METADATA if field in meta}
-    annotations = kept.get("annotations")
-    if isinstance(annotations, Mapping):
-        kept["annotations"] = {k: v for k, v in annotations.items() if k.startswith(KEPT_ANNOTATION_PREFIX)}
-    slim: dict[str, Any] = {"metadata": kept}
-    for part in ("spec", "status"):
-        if part in body:
-            slim[part] = body[part]
-    return slim
+    """The parts of a ScheduledJob body the operator reads (:func:`.keeping.slim`)."""
+    return keeping.slim(body)
 
 
 def priority_of(body: Mapping[str, Any]) -> int:
@@ -171,7 +151,9 @@ def priority_of(body: Mapping[str, Any]) -> int:
 
 
 class Store:
-    def __init__(self) -> None:
+    def __init__(self, *, max_object_bytes: int = 0) -> None:
+        self.max_object_bytes = max_object_bytes
+        """The largest ScheduledJob kept whole, in bytes of compact JSON of what is kept (0: no bound)."""
         self._scheduled_jobs: dict[Key, bytes] = {}
         self._priorities: dict[Key, int] = {}
         """``spec.priority`` of the keys whose priority is not 0 (most objects keep the default)."""
@@ -193,9 +175,10 @@ class Store:
         meta = body.get("metadata") or {}
         clear = f"{meta.get('uid', '')} {meta.get('resourceVersion', '')}".encode()
         header = len(clear).to_bytes(_HEADER_LENGTH, "big") + clear
-        self._scheduled_jobs[key] = header + self._codec.encode(slim_scheduled_job(body))
-        self.calendars.refer(key, refs_of(body))
-        priority = priority_of(body)
+        kept, raw = keeping.bounded(body, limit=self.max_object_bytes)
+        self._scheduled_jobs[key] = header + self._codec.encode(raw)
+        self.calendars.refer(key, refs_of(kept))
+        priority = priority_of(kept)
         if priority:
             self._priorities[key] = priority
         else:
@@ -212,6 +195,15 @@ class Store:
         kept = self._scheduled_jobs.get(key_of(body))
         if kept is not None and _version(kept) == read_version:
             self.put_scheduled_job(body)
+
+    def view(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """BODY as the store would keep it (what a pass plans from): a body the API returned to a write or a
+        read is planned exactly as its watch event would be (an object over the bound stays a stub)."""
+        return keeping.bounded(body, limit=self.max_object_bytes)[0]
+
+    def kept_bytes(self, key: Key) -> int:
+        """Bytes the store holds for KEY's ScheduledJob (compressed; 0 if none): what the bound limits."""
+        return len(self._scheduled_jobs.get(key, b""))
 
     def holds(self, body: Mapping[str, Any]) -> bool:
         """True if the kept copy of BODY's object has BODY's (non-empty) resourceVersion: the watch is

@@ -90,6 +90,29 @@ async def test_an_update_keeping_a_stored_oversized_spec_is_admitted() -> None:
     await admission.validator(max_job_template_bytes=LIMIT)(body=new, old=old, operation="UPDATE")
 
 
+async def test_growing_the_template_of_an_object_being_deleted_is_refused() -> None:
+    # A tenant owning a finalizer could otherwise delete its object, then patch a 1.4 MiB template into it.
+    old = _sized(1000)
+    old["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    grown = _sized(LIMIT + 1)
+    grown["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    with pytest.raises(kopf.AdmissionError) as caught:
+        await admission.validator(max_job_template_bytes=LIMIT)(body=grown, old=old, operation="UPDATE")
+    assert "spec.jobTemplate: is 4097 bytes of JSON, over the limit of 4096 bytes" in str(caught.value)
+
+
+async def test_an_object_being_deleted_still_loses_finalizers_and_takes_small_spec_changes() -> None:
+    stored = _sized(LIMIT * 2)  # stored before the limit, now being deleted
+    stored["metadata"] |= {"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["team.example/hold"]}
+    released = copy.deepcopy(stored)
+    released["metadata"]["finalizers"] = []
+    await admission.validator(max_job_template_bytes=LIMIT)(body=released, old=stored, operation="UPDATE")
+    shrunk = _sized(1000)
+    shrunk["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    shrunk["spec"]["schedule"] = "not cron"  # a deleting object's spec is not validated, only bounded
+    await admission.validator(max_job_template_bytes=LIMIT)(body=shrunk, old=stored, operation="UPDATE")
+
+
 def test_non_ascii_is_counted_in_utf8_bytes() -> None:
     assert admission.serialized_size({"a": "é"}) == len('{"a":"é"}'.encode())
 
