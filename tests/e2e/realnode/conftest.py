@@ -1,0 +1,72 @@
+"""The real node (containerd + runc + kubelet, docs/sandbox.md §5) started beside the suite's kwok node, once
+per session, and a pod template for it: its label and taint, the locally built shell image, never pulled.
+
+It needs root (the bridge, mounts, cgroups) and Debian's containerd, runc and CNI plugins, which
+``tools/controlplane/install-node.sh`` installs (apt-get); the tests skip, saying why, only when the machine
+cannot have them (not root, or no apt-get and no containerd), or when the suite runs against an external
+cluster (kind: its nodes are real already, the tests do not know its images).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from sundial_sandbox import REAL_NODE_LABEL, REAL_NODE_NAME
+
+if TYPE_CHECKING:
+    from tests.e2e.harness.cluster import Cluster
+
+
+@dataclass(frozen=True)
+class RealNode:
+    name: str
+    #: A Debian bookworm image with a shell (and python3), imported into the node's containerd.
+    shell_image: str
+
+    def pod_spec(self, script: str) -> dict[str, Any]:
+        """A pod spec that runs ``sh -c SCRIPT`` once on the real node."""
+        return {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "nodeSelector": {REAL_NODE_LABEL: "true"},
+            "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+            "automountServiceAccountToken": False,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": self.shell_image,
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", script],
+                }
+            ],
+        }
+
+
+def _missing() -> str | None:
+    if os.geteuid() != 0:
+        return "the real node needs root (a bridge, mounts and cgroups)"
+    if shutil.which("containerd") is None and shutil.which("apt-get") is None:
+        return "no containerd, and no apt-get for tools/controlplane/install-node.sh to install it"
+    return None
+
+
+@pytest.fixture(scope="session")
+def real_node(cluster: Cluster) -> Iterator[RealNode]:
+    if cluster.sandbox is None:
+        pytest.skip("the real-node tests start the sandbox's real node; this suite runs against an external cluster")
+    reason = _missing()
+    if reason is not None:
+        pytest.skip(reason)
+    sandbox = cluster.sandbox
+    sandbox.start_real_node()
+    try:
+        yield RealNode(name=REAL_NODE_NAME, shell_image=sandbox.node.images["shell"])
+    finally:
+        left = sandbox.stop_real_node()
+        assert left == [], f"the real node left behind: {left}"
