@@ -53,7 +53,8 @@ _ADMIN_EXTENSIONS = """\
 basicConstraints = critical, CA:FALSE
 keyUsage = critical, digitalSignature, keyEncipherment
 extendedKeyUsage = serverAuth, clientAuth
-subjectAltName = DNS:localhost, IP:127.0.0.1
+subjectAltName = DNS:localhost, IP:127.0.0.1, IP:10.96.0.1, DNS:kubernetes, DNS:kubernetes.default, \
+  DNS:kubernetes.default.svc, DNS:kubernetes.default.svc.cluster.local
 """
 
 

@@ -55,15 +55,20 @@ def snapshot() -> dict[str, list[str]]:
     }
 
 
-def create_bridge(name: str, address: str, prefix: int) -> None:
+def create_bridge(name: str, address: str, prefix: int, *, service_cidr: str, service_ip: str) -> None:
+    """The bridge with the node's ADDRESS and the ``kubernetes`` Service's SERVICE_IP on it, and the rest of
+    SERVICE_CIDR unreachable from this machine (no ClusterIP is ever dialled off it)."""
     if Path(f"/sys/class/net/{name}").exists():
         raise HostError(f"interface {name} exists: another real node runs on this machine (or one was not stopped)")
     _run("ip", "link", "add", name, "type", "bridge")
     _run("ip", "addr", "add", f"{address}/{prefix}", "dev", name)
+    _run("ip", "addr", "add", f"{service_ip}/32", "dev", name)
     _run("ip", "link", "set", name, "up")
+    _run("ip", "route", "replace", "unreachable", service_cidr)
 
 
-def delete_bridge(name: str) -> None:
+def delete_bridge(name: str, *, service_cidr: str) -> None:
+    _run("ip", "route", "delete", "unreachable", service_cidr, check=False)
     if Path(f"/sys/class/net/{name}").exists():
         _run("ip", "link", "delete", name, check=False)
 

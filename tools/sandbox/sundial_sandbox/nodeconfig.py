@@ -21,6 +21,11 @@ REAL_NODE_LABEL = "sandbox.sundial.dev/real-node"
 BRIDGE = "sundial-rn0"
 SUBNET = "10.89.77.0/24"
 NODE_IP = "10.89.77.1"
+#: The sandbox's Service CIDR (the API server's --service-cluster-ip-range) and the ``kubernetes`` Service's
+#: ClusterIP in it: pods route the CIDR to the node, which owns that one address (a relay to the API server,
+#: :mod:`sundial_sandbox.serviceproxy`) and makes the rest of the CIDR unreachable.
+SERVICE_CIDR = "10.96.0.0/16"
+KUBERNETES_SERVICE_IP = "10.96.0.1"
 #: Registry hosts containerd could be asked to pull from; each is pointed at a closed loopback port, so a
 #: missing image fails at once instead of going out (images are imported, never pulled).
 _BLOCKED_REGISTRIES = ("docker.io", "registry.k8s.io", "ghcr.io", "quay.io", "gcr.io", "localhost")
@@ -135,7 +140,8 @@ def write_registry_hosts(paths: NodePaths) -> None:
 
 
 def cni_config(paths: NodePaths) -> str:
-    """A bridge network on :data:`BRIDGE` (host-local addresses, no gateway route, no masquerading)."""
+    """A bridge network on :data:`BRIDGE` (host-local addresses, no default route, no masquerading; the
+    Service CIDR routed to the node)."""
     network = {
         "cniVersion": "0.4.0",
         "name": "sundial-sandbox",
@@ -149,6 +155,7 @@ def cni_config(paths: NodePaths) -> str:
                 "ipam": {
                     "type": "host-local",
                     "ranges": [[{"subnet": SUBNET, "rangeStart": SUBNET.replace(".0/24", ".10")}]],
+                    "routes": [{"dst": SERVICE_CIDR, "gw": NODE_IP}],
                     "dataDir": str(paths.cni_ipam_dir),
                 },
             }

@@ -10,9 +10,11 @@ deletes the bridge and removes the host paths it created (:mod:`sundial_sandbox.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,8 +27,10 @@ from sundial_sandbox.hostpaths import create_bridge, delete_bridge, kill_shims, 
 from sundial_sandbox.kubeconfig import write_kubeconfig
 from sundial_sandbox.nodeconfig import (
     BRIDGE,
+    KUBERNETES_SERVICE_IP,
     NODE_IP,
     REAL_NODE_LABEL,
+    SERVICE_CIDR,
     SUBNET,
     NodePaths,
     cni_config,
@@ -38,7 +42,7 @@ from sundial_sandbox.processes import ProcessRecord, ProcessTable, tail
 
 #: The real node's name, and the process names it records in the sandbox's process table.
 REAL_NODE_NAME = "sandbox-real-node"
-NODE_COMPONENTS = ("containerd", "kubelet")
+NODE_COMPONENTS = ("service-proxy", "containerd", "kubelet")
 _CTR = "ctr"
 
 
@@ -86,7 +90,17 @@ class RealNode:
             directory.mkdir(parents=True)
         state = {"before": snapshot(), "images": {"pause": pause, "shell": shell}, "name": self.name}
         p.state.write_text(json.dumps(state, indent=2), encoding="utf-8")
-        create_bridge(BRIDGE, NODE_IP, int(SUBNET.split("/")[1]))
+        prefix = int(SUBNET.split("/")[1])
+        create_bridge(BRIDGE, NODE_IP, prefix, service_cidr=SERVICE_CIDR, service_ip=KUBERNETES_SERVICE_IP)
+        api = server.rsplit(":", 1)[1]
+        proxy = [
+            sys.executable,
+            "-m",
+            "sundial_sandbox.serviceproxy",
+            f"{KUBERNETES_SERVICE_IP}:443",
+            f"127.0.0.1:{api}",
+        ]
+        self.processes.start("service-proxy", proxy, env=_python_env())
         self._credentials(client, server)
         p.containerd_config.write_text(containerd_config(p, pause), encoding="utf-8")
         write_registry_hosts(p)
@@ -95,7 +109,7 @@ class RealNode:
         containerd = self.processes.start("containerd", ["containerd", f"--config={p.containerd_config}"])
         self._wait("containerd answering", lambda: self._ctr("version", check=False).returncode == 0, deadline)
         for archive in archives.values():
-            self._ctr("images", "import", "--no-unpack", str(archive))
+            self.import_image(archive)
         port, healthz = _two_free_ports()
         p.kubelet_config.write_text(kubelet_config(p, self.pki.ca_cert, port, healthz, self.name), encoding="utf-8")
         kubelet = self.processes.start(
@@ -114,6 +128,21 @@ class RealNode:
         started = [containerd, kubelet]
         self._wait(f"node {self.name} Ready", lambda: _node_ready(client, self.name), deadline, started)
 
+    def import_image(self, archive: Path) -> list[str]:
+        """Import an OCI archive into the node's containerd, each image also under ``<repository>@<digest>``
+        (how a chart names an image by digest); returns the references now present."""
+        self._ctr("images", "import", str(archive))
+        references = []
+        for line in self._ctr("images", "list").stdout.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) < 3 or fields[0].startswith("sha256:") or "@" in fields[0]:
+                continue
+            name, digest = fields[0], fields[2]
+            by_digest = f"{name.rsplit(':', 1)[0]}@{digest}"
+            self._ctr("images", "tag", "--force", name, by_digest, check=False)
+            references += [name, by_digest]
+        return references
+
     def stop(self, timeout: float = 30.0) -> list[str]:
         """Stop the kubelet, every container and containerd; undo mounts, the bridge and host paths.
         Returns what could not be removed (empty when the machine is as before the start)."""
@@ -128,7 +157,8 @@ class RealNode:
         self.processes.stop("containerd")
         kill_shims(self.paths.socket)
         unmount_under(self.paths.directory)
-        delete_bridge(BRIDGE)
+        self.processes.stop("service-proxy")
+        delete_bridge(BRIDGE, service_cidr=SERVICE_CIDR)
         left = restore(state.get("before", {}), deadline)
         self.paths.state.unlink(missing_ok=True)
         return left
@@ -190,6 +220,14 @@ def _node_ready(client: ApiClient, name: str) -> bool:
         return False
     conditions = (node or {}).get("status", {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _python_env() -> dict[str, str]:
+    """This environment, with this package importable by ``python -m`` (an editable install or PYTHONPATH)."""
+    package_root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    return env
 
 
 def _two_free_ports() -> tuple[int, int]:
