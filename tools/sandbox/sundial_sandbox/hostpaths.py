@@ -26,6 +26,9 @@ HOST_PATHS: tuple[str, ...] = (
     "/run/netns",
 )
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
+#: Where containerd's CRI plugin bind-mounts the pods' network namespaces, named ``cni-<uuid>``.
+_NETNS = Path("/run/netns")
+_NETNS_PREFIX = "cni-"
 
 
 class HostError(RuntimeError):
@@ -51,7 +54,7 @@ def snapshot() -> dict[str, list[str]]:
     return {
         "paths": [p for p in HOST_PATHS if os.path.lexists(p)],
         "cgroups": _cgroup_dirs(),
-        "netns": sorted(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else [],
+        "netns": sorted(p.name for p in _NETNS.iterdir()) if _NETNS.is_dir() else [],
     }
 
 
@@ -118,10 +121,11 @@ def _remove_cgroup(path: Path) -> None:
 
 def restore(before: dict[str, list[str]], deadline: float) -> list[str]:
     """Remove what appeared since BEFORE (a :func:`snapshot`); returns what could not be removed."""
-    for name in sorted(set(snapshot()["netns"]) - set(before.get("netns", []))):
-        _run("umount", "-l", f"/run/netns/{name}", check=False)
+    appeared = set(snapshot()["netns"]) - set(before.get("netns", []))
+    for name in sorted(n for n in appeared if n.startswith(_NETNS_PREFIX)):
+        _run("umount", "-l", str(_NETNS / name), check=False)
         with contextlib.suppress(OSError):
-            os.unlink(f"/run/netns/{name}")
+            (_NETNS / name).unlink()
     left: list[str] = []
     for cgroup in sorted(set(_cgroup_dirs()) - set(before.get("cgroups", []))):
         while True:  # a cgroup is busy until the processes killed in it are gone
@@ -133,6 +137,12 @@ def restore(before: dict[str, list[str]], deadline: float) -> list[str]:
             left.append(cgroup)
     for path in HOST_PATHS:
         if path in before.get("paths", []) or not os.path.lexists(path):
+            continue
+        if Path(path) == _NETNS:  # others' namespaces may have appeared there meanwhile: only if empty
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+            if os.path.lexists(path) and any(n.startswith(_NETNS_PREFIX) for n in os.listdir(path)):
+                left.append(path)
             continue
         unmount_under(Path(path))
         shutil.rmtree(path, ignore_errors=True)
