@@ -92,6 +92,10 @@ class RealNode:
         p.state.write_text(json.dumps(state, indent=2), encoding="utf-8")
         prefix = int(SUBNET.split("/")[1])
         create_bridge(BRIDGE, NODE_IP, prefix, service_cidr=SERVICE_CIDR, service_ip=KUBERNETES_SERVICE_IP)
+        # The bridge is the machine's one-real-node lock: only its creator may undo host state (a start that
+        # found another node's bridge must leave that node's bridge, netns and cgroups alone).
+        state["owns_host"] = True
+        p.state.write_text(json.dumps(state, indent=2), encoding="utf-8")
         api = server.rsplit(":", 1)[1]
         proxy = [
             sys.executable,
@@ -158,8 +162,10 @@ class RealNode:
         kill_shims(self.paths.socket)
         unmount_under(self.paths.directory)
         self.processes.stop("service-proxy")
-        delete_bridge(BRIDGE, service_cidr=SERVICE_CIDR)
-        left = restore(state.get("before", {}), deadline)
+        left = []
+        if state.get("owns_host"):
+            delete_bridge(BRIDGE, service_cidr=SERVICE_CIDR)
+            left = restore(state.get("before", {}), deadline)
         self.paths.state.unlink(missing_ok=True)
         return left
 
