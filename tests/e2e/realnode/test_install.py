@@ -16,16 +16,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from tests.e2e.harness.cluster import REPO
 
 from sundial.model import names
-from sundial_sandbox import REAL_NODE_LABEL
+
+from .releases import Release, install
 
 if TYPE_CHECKING:
     from tests.e2e.harness.cluster import Cluster
@@ -34,7 +32,6 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
-CHART = REPO / "charts" / "sundial"
 ENV = ("SUNDIAL_SCHEDULED_TIME", "SUNDIAL_ATTEMPT", "SUNDIAL_IDEMPOTENCY_KEY", "SUNDIAL_FENCING_TOKEN")
 STAMPED = dict(
     zip(
@@ -59,56 +56,15 @@ CLUSTER_SCOPED = ",".join((
 ))  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Release:
-    name: str
-    namespace: str
-    #: The one namespace the release watches (and its webhook guards).
-    watch: str
-
-
 @pytest.fixture(scope="module")
 def release(
     cluster: Cluster, crds: None, real_node: RealNode, node_operator_image: OperatorImage, helm: str
 ) -> Iterator[Release]:
-    suffix = uuid.uuid4().hex[:6]
-    rel = Release(name=f"rn-{suffix}", namespace=f"e2e-rn-sundial-{suffix}", watch=f"e2e-rn-work-{suffix}")
-    cluster.kubectl("create", "namespace", rel.namespace)
-    cluster.kubectl("create", "namespace", rel.watch)
-    restricted = ("pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/enforce-version=latest")
-    cluster.kubectl("label", "namespace", rel.namespace, *restricted)
-    toleration = {"key": REAL_NODE_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
-    values = {
-        "image": {"repository": node_operator_image.repository, "digest": node_operator_image.digest},
-        "replicaCount": 1,
-        "crds": {"enabled": False},  # the suite's `crds` fixture installed them
-        "watchNamespaces": [rel.watch],
-        "leaderElection": {"leaseNamePrefix": rel.name},
-        "nodeSelector": {REAL_NODE_LABEL: "true"},
-        "tolerations": [toleration],
-    }
-    values["image"]["pullPolicy"] = "Never"
-    command = [helm, f"--kubeconfig={cluster.kubeconfig}", "install", rel.name, str(CHART), "-n", rel.namespace]
-    result = subprocess.run([*command, "--values", "-"], input=json.dumps(values), capture_output=True, text=True,
-                            check=False, timeout=120)  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    rel = install(cluster, helm, node_operator_image.repository, node_operator_image.digest)
     try:
         yield rel
     finally:
-        subprocess.run([helm, f"--kubeconfig={cluster.kubeconfig}", "uninstall", rel.name, "-n", rel.namespace],
-                       capture_output=True, check=False, timeout=120)  # fmt: skip
-        for namespace in (rel.watch, rel.namespace):
-            cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
-
-
-def _operator_pods(cluster: Cluster, rel: Release) -> list[dict[str, Any]]:
-    selector = f"app.kubernetes.io/instance={rel.name}"
-    items: list[dict[str, Any]] = (cluster.get_json("pods", "-n", rel.namespace, "-l", selector) or {}).get("items", [])
-    return items
-
-
-def _ready(pod: dict[str, Any]) -> bool:
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions") or [])
+        rel.uninstall()
 
 
 def _scheduled_job(name: str, pod_spec: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -142,9 +98,7 @@ def _printed(cluster: Cluster, ns: str, pod: dict[str, Any]) -> dict[str, str]:
 def test_the_operator_pod_is_admitted_as_restricted_and_ready_through_its_probes(
     cluster: Cluster, release: Release, real_node: RealNode
 ) -> None:
-    [pod] = cluster.wait_for(
-        lambda: [p for p in _operator_pods(cluster, release) if _ready(p)], timeout=120, message="the operator Ready"
-    )
+    [pod] = cluster.wait_for(release.ready_pods, timeout=120, message="the operator Ready")
     assert pod["spec"]["nodeName"] == real_node.name
     assert pod["status"]["podIP"].startswith("10.89.77."), pod["status"]  # on the sandbox's bridge
     [container] = pod["spec"]["containers"]
@@ -159,7 +113,7 @@ def test_the_operator_pod_is_admitted_as_restricted_and_ready_through_its_probes
 def test_scheduled_jobs_are_admitted_through_the_webhook_service_at_its_pod_ip(
     cluster: Cluster, release: Release, real_node: RealNode
 ) -> None:
-    cluster.wait_for(lambda: [p for p in _operator_pods(cluster, release) if _ready(p)], timeout=120, message="Ready")
+    cluster.wait_for(release.ready_pods, timeout=120, message="Ready")
     [config] = [
         c
         for c in cluster.get_json("validatingwebhookconfigurations")["items"]
@@ -190,7 +144,7 @@ def test_scheduled_jobs_are_admitted_through_the_webhook_service_at_its_pod_ip(
 def test_a_container_that_exits_1_is_retried_then_dead_lettered_by_the_installed_operator(
     cluster: Cluster, release: Release, real_node: RealNode
 ) -> None:
-    cluster.wait_for(lambda: [p for p in _operator_pods(cluster, release) if _ready(p)], timeout=120, message="Ready")
+    cluster.wait_for(release.ready_pods, timeout=120, message="Ready")
     retry = {"maxAttempts": 2, "backoff": {"initial": "1s", "factor": 1, "max": "1s"}}
     failing = real_node.pod_spec('echo "SUNDIAL_ATTEMPT=$SUNDIAL_ATTEMPT"; exit 1')
     cluster.apply(_scheduled_job("failer", failing, retry=retry, failedJobsHistoryLimit=5), release.watch)
@@ -213,11 +167,10 @@ def test_a_container_that_exits_1_is_retried_then_dead_lettered_by_the_installed
         assert _printed(cluster, release.watch, pod) == {"SUNDIAL_ATTEMPT": str(attempt)}
 
 
-def test_helm_uninstall_leaves_nothing_of_the_release(cluster: Cluster, release: Release, helm: str) -> None:
-    command = [helm, f"--kubeconfig={cluster.kubeconfig}", "uninstall", release.name, "-n", release.namespace]
-    result = subprocess.run([*command, "--wait"], capture_output=True, text=True, check=False, timeout=120)
+def test_helm_uninstall_leaves_nothing_of_the_release(cluster: Cluster, release: Release) -> None:
+    result = release.run("uninstall", release.name, "--wait")
     assert result.returncode == 0, result.stderr
-    cluster.wait_for(lambda: not _operator_pods(cluster, release), timeout=60, message="the operator pod gone")
+    cluster.wait_for(lambda: not release.pods(), timeout=60, message="the operator pod gone")
 
     def left() -> list[str]:
         namespaced = cluster.get_json(NAMESPACED, "-n", release.namespace)["items"]

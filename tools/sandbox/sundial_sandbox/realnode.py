@@ -104,7 +104,7 @@ class RealNode:
             f"{KUBERNETES_SERVICE_IP}:443",
             f"127.0.0.1:{api}",
         ]
-        self.processes.start("service-proxy", proxy, env=_python_env())
+        relay = self.processes.start("service-proxy", proxy, env=_python_env())
         self._credentials(client, server)
         p.containerd_config.write_text(containerd_config(p, pause), encoding="utf-8")
         write_registry_hosts(p)
@@ -129,7 +129,7 @@ class RealNode:
                 "--v=1",
             ],
         )
-        started = [containerd, kubelet]
+        started = [relay, containerd, kubelet]
         self._wait(f"node {self.name} Ready", lambda: _node_ready(client, self.name), deadline, started)
 
     def import_image(self, archive: Path) -> list[str]:
