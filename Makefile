@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 SANDBOX_DIR ?= .sundial/sandbox
 PYTEST_ARGS ?=
 
-.PHONY: dev test bench venv controlplane helm promtool kube-state-metrics argocd-lua image lock release lint typecheck imports unit e2e check-crds clean
+.PHONY: dev test bench venv controlplane node helm promtool kube-state-metrics argocd-lua image lock release lint typecheck imports unit e2e check-crds clean
 
 ## Runs Sundial on a local sandbox cluster with example ScheduledJobs firing (Ctrl-C stops it).
 dev: venv controlplane
@@ -15,7 +15,7 @@ dev: venv controlplane
 
 ## The whole test suite: quality gates, unit tests and end-to-end tests on a real control plane (the
 ## e2e suite runs the operator from the image that `make image` builds, or reuses from its cache).
-test: venv controlplane helm promtool kube-state-metrics argocd-lua image lint typecheck imports check-crds
+test: venv controlplane node helm promtool kube-state-metrics argocd-lua image lint typecheck imports check-crds
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 ## The benchmark suite (issue 6): all five scenarios at full size, results in bench/results/<UTC time>/.
@@ -38,6 +38,17 @@ $(VENV)/.installed: pyproject.toml tools/sandbox/pyproject.toml | $(BIN)/python
 ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, built once and cached outside the repo.
 controlplane:
 	bash tools/controlplane/build.sh
+
+## The sandbox's real node (docs/sandbox.md §5): containerd, runc and the CNI plugins from Debian's packages
+## (needs root; nothing happens when they are installed), the kubelet and a static pause program built once
+## from Go modules and cached outside the repo (like the control plane), the pause and shell images made
+## once and cached by their inputs.
+## Without root nothing is installed or built, and the real-node tests skip saying why.
+node:
+	@if [ "$$(id -u)" != 0 ]; then echo "make node: not root, so no real node (tests/e2e/realnode will skip)"; exit 0; fi; \
+	bash tools/controlplane/install-node.sh && \
+	bin="$$(bash tools/controlplane/build.sh --node)" && \
+	bash tools/controlplane/node-images.sh "$$(printf '%s\n' "$$bin" | tail -1)/pause"
 
 ## helm, built once from its Go module and cached outside the repo (the chart tests use it).
 helm:

@@ -72,7 +72,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         sandbox.stop()
         raise
     try:
-        cluster = Cluster(kubeconfig=kubeconfig, fake_pods=True)
+        cluster = Cluster(kubeconfig=kubeconfig, fake_pods=True, sandbox=sandbox)
         keep_lease_params(cluster)
         yield cluster
     finally:

@@ -2,8 +2,9 @@
 # Build the local control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, kwok) from Go modules, without Docker, and cache them outside the repo.
 #
-# Usage: bash tools/controlplane/build.sh
-#   Last line on stdout: the directory holding the five binaries.
+# Usage: bash tools/controlplane/build.sh          # the five control-plane binaries
+#        bash tools/controlplane/build.sh --node   # the real node's: kubelet and pause (docs/sandbox.md)
+#   Last line on stdout: the directory holding the binaries.
 #   Progress goes to stderr.
 #
 # Environment:
@@ -35,10 +36,23 @@ goos_goarch() {
 }
 
 cache_root="${SUNDIAL_CACHE_DIR:-${HOME:?HOME is not set}/.cache/sundial}/controlplane"
-key="k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_r${BUILD_RECIPE}_$(goos_goarch)"
+target=controlplane
+case "${1:-}" in
+  "") ;;
+  --node) target=node ;;
+  *) die "unknown argument ${1}; usage: build.sh [--node]" ;;
+esac
+if [[ $target == node ]]; then
+  # kubelet from the same k8s.io/kubernetes module as the API server; pause from tools/controlplane/pause.
+  pause_key="$(cat "$here/pause/go.mod" "$here/pause/main.go" | sha256sum | cut -c1-12)"
+  key="node-k8s-${KUBERNETES_VERSION}_pause-${pause_key}_r${BUILD_RECIPE}_$(goos_goarch)"
+  binaries=(kubelet pause)
+else
+  key="k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_r${BUILD_RECIPE}_$(goos_goarch)"
+  binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+fi
 out_dir="$cache_root/$key"
 bin_dir="$out_dir/bin"
-binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
 all_built() {
   local b
@@ -163,19 +177,26 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   k8s_ld+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=$k8s_major -X $p.gitMinor=$k8s_minor"
   k8s_ld+=" -X $p.gitTreeState=clean -X $p.buildDate=$build_date"
 done
+k8s_binaries=(kube-apiserver kube-controller-manager kube-scheduler)
+[[ $target == node ]] && k8s_binaries=(kubelet)
 need_k8s=0
-for b in kube-apiserver kube-controller-manager kube-scheduler; do [[ -x "$bin_dir/$b" ]] || need_k8s=1; done
+for b in "${k8s_binaries[@]}"; do [[ -x "$bin_dir/$b" ]] || need_k8s=1; done
 if (( need_k8s )); then
   log "preparing k8s.io/kubernetes@$KUBERNETES_VERSION (staging modules at $staging_version)"
   write_throwaway_module "$work/kubernetes" sundial.local/controlplane/kubernetes \
     k8s.io/kubernetes "$KUBERNETES_VERSION" "$staging_version"
-  for b in kube-apiserver kube-controller-manager kube-scheduler; do
+  for b in "${k8s_binaries[@]}"; do
     [[ -x "$bin_dir/$b" ]] || build_one "$work/kubernetes" "$b" "k8s.io/kubernetes/cmd/$b" "$k8s_ld"
   done
 fi
 
+# --- pause (the real node's pod infrastructure container) ----------------------------------------
+if [[ $target == node && ! -x "$bin_dir/pause" ]]; then
+  build_one "$here/pause" pause . "-s -w"
+fi
+
 # --- etcd ---------------------------------------------------------------------------------------
-if [[ ! -x "$bin_dir/etcd" ]]; then
+if [[ $target == controlplane && ! -x "$bin_dir/etcd" ]]; then
   log "preparing go.etcd.io/etcd/server/v3@$ETCD_VERSION"
   write_throwaway_module "$work/etcd" sundial.local/controlplane/etcd \
     go.etcd.io/etcd/server/v3 "$ETCD_VERSION" "$ETCD_VERSION"
@@ -183,7 +204,7 @@ if [[ ! -x "$bin_dir/etcd" ]]; then
 fi
 
 # --- kwok ---------------------------------------------------------------------------------------
-if [[ ! -x "$bin_dir/kwok" ]]; then
+if [[ $target == controlplane && ! -x "$bin_dir/kwok" ]]; then
   log "preparing sigs.k8s.io/kwok@$KWOK_VERSION"
   write_throwaway_module "$work/kwok" sundial.local/controlplane/kwok \
     sigs.k8s.io/kwok "$KWOK_VERSION" "$KWOK_VERSION"

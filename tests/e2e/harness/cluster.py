@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from sundial_sandbox import DURATION_ANNOTATION, OUTCOME_FAIL, OUTCOME_LABEL
+from sundial_sandbox import DURATION_ANNOTATION, OUTCOME_FAIL, OUTCOME_LABEL, Sandbox
 
 T = TypeVar("T")
 
@@ -34,6 +34,9 @@ class Cluster:
     kubeconfig: Path
     #: True when pods are faked by kwok (the sandbox), False on a real cluster.
     fake_pods: bool
+    #: The sandbox this suite started (None against an external cluster): the real-node tests start its
+    #: real node (tests/e2e/realnode/).
+    sandbox: Sandbox | None = None
 
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0

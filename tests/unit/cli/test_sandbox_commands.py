@@ -42,3 +42,25 @@ def test_the_sandbox_commands_are_registered_without_the_tool(no_sandbox: None) 
 def test_with_the_tool_installed_stop_reaches_the_sandbox(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main.main(["sandbox", "stop", "--dir", str(tmp_path)]) == 0
     assert f"sandbox in {tmp_path} stopped" in capsys.readouterr().err
+
+
+def test_sandbox_start_takes_real_node_and_passes_it_to_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sundial_sandbox  # noqa: PLC0415 - the tool is installed in the dev environment
+
+    made: list[dict[str, object]] = []
+
+    class Recorder:
+        def __init__(self, directory: Path, real_node: bool = False) -> None:
+            made.append({"directory": directory, "real_node": real_node})
+            self.log_dir = directory / "logs"
+
+        def start(self, timeout: float) -> Path:
+            return tmp_path / "kubeconfig"
+
+    monkeypatch.setattr(sundial_sandbox, "Sandbox", Recorder)
+    assert main.build_parser().parse_args(["sandbox", "start", "--real-node"]).real_node is True
+    assert main.build_parser().parse_args(["sandbox", "start"]).real_node is False
+    assert main.main(["sandbox", "start", "--real-node", "--dir", str(tmp_path)]) == 0
+    assert made == [{"directory": tmp_path, "real_node": True}]

@@ -70,3 +70,39 @@ def ensure_binaries() -> Path:
     if missing:
         raise BinariesError(f"{script} printed {bin_dir}, which lacks: {', '.join(missing)}")
     return bin_dir
+
+
+def _script(name: str, *args: str) -> list[str]:
+    """Run ``tools/controlplane/NAME ARGS`` (progress on this process's stderr); its stdout lines."""
+    build = find_build_script()
+    if build is None:
+        raise BinariesError(f"tools/controlplane/{name} not found (not a source checkout?)")
+    script = build.parent / name
+    bash = shutil.which("bash")
+    if bash is None:
+        raise BinariesError(f"bash is required to run {script}")
+    result = subprocess.run([bash, str(script), *args], stdout=subprocess.PIPE, stderr=None, text=True, check=False)
+    lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+    if result.returncode != 0:
+        raise BinariesError(f"{script} failed with exit code {result.returncode} (see its output above)")
+    return lines
+
+
+def ensure_node_binaries() -> Path:
+    """The directory holding ``kubelet`` and ``pause`` (``build.sh --node``; ~90 s with a warm Go cache),
+    after making sure containerd, runc and the CNI plugins are installed (``install-node.sh``, needs root)."""
+    _script("install-node.sh")
+    lines = _script("build.sh", "--node")
+    bin_dir = Path(lines[-1]) if lines else Path()
+    if not all(os.access(bin_dir / name, os.X_OK) for name in ("kubelet", "pause")):
+        raise BinariesError(f"build.sh --node printed {bin_dir}, which lacks kubelet or pause")
+    return bin_dir
+
+
+def ensure_node_images(pause: Path) -> dict[str, Path]:
+    """``{image name: OCI archive}`` of the pause image and the shell image (``node-images.sh``)."""
+    lines = _script("node-images.sh", str(pause))
+    images = dict(line.split("=", 1) for line in lines[-2:] if "=" in line)
+    if len(images) != 2:
+        raise BinariesError(f"node-images.sh printed {lines[-2:]}, not two NAME=ARCHIVE lines")
+    return {name: Path(archive) for name, archive in images.items()}

@@ -53,7 +53,8 @@ _ADMIN_EXTENSIONS = """\
 basicConstraints = critical, CA:FALSE
 keyUsage = critical, digitalSignature, keyEncipherment
 extendedKeyUsage = serverAuth, clientAuth
-subjectAltName = DNS:localhost, IP:127.0.0.1
+subjectAltName = DNS:localhost, IP:127.0.0.1, IP:10.96.0.1, DNS:kubernetes, DNS:kubernetes.default, \
+  DNS:kubernetes.default.svc, DNS:kubernetes.default.svc.cluster.local
 """
 
 
@@ -90,3 +91,26 @@ def create_pki(directory: Path, days: int = 365) -> Pki:
     _openssl("rsa", "-in", pki.sa_key, "-pubout", "-out", pki.sa_pub)
     csr.unlink(missing_ok=True)
     return pki
+
+
+_CLIENT_EXTENSIONS = """\
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = clientAuth
+"""
+
+
+def create_client_cert(pki: Pki, name: str, subject: str, days: int = 365) -> tuple[Path, Path]:
+    """A client certificate (SUBJECT like ``/O=system:nodes/CN=system:node:x``) signed by the sandbox CA;
+    returns (certificate, key), written as ``NAME.crt`` and ``NAME.key`` next to the CA."""
+    cert, key = pki.directory / f"{name}.crt", pki.directory / f"{name}.key"
+    ext, csr = pki.directory / f"{name}.ext", pki.directory / f"{name}.csr"
+    ext.write_text(_CLIENT_EXTENSIONS, encoding="utf-8")
+    _openssl("genrsa", "-out", key, "2048")
+    _openssl("req", "-new", "-key", key, "-subj", subject, "-out", csr)
+    _openssl(
+        "x509", "-req", "-in", csr, "-CA", pki.ca_cert, "-CAkey", pki.ca_key, "-CAcreateserial",
+        "-sha256", "-days", str(days), "-extfile", ext, "-out", cert,
+    )  # fmt: skip
+    csr.unlink(missing_ok=True)
+    return cert, key

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import fcntl
 import json
@@ -11,17 +10,18 @@ import shutil
 import socket
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import yaml
-
 from sundial_sandbox.api import ApiClient, ApiError, probe_https
+from sundial_sandbox.args import SERVICE_CLUSTER_IP_RANGE, Ports, apiserver_args, etcd_args
 from sundial_sandbox.binaries import ensure_binaries
 from sundial_sandbox.certs import Pki, create_pki
+from sundial_sandbox.kubeconfig import write_kubeconfig
 from sundial_sandbox.processes import ProcessRecord, ProcessTable, tail
+from sundial_sandbox.realnode import RealNode
 from sundial_sandbox.stages import ALL_STAGES, FAKE_NODE_ANNOTATION, FAKE_NODE_VALUE, fake_node
 
 #: Process names, in start order.
@@ -33,25 +33,13 @@ COMPONENTS: tuple[str, ...] = (
     "kwok",
 )
 
-SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
-SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 # Files and directories start() creates inside the sandbox directory (and clean-up removes).
-_OWNED = ("pki", "etcd-data", "logs", "pids", "kwok-home", "kubeconfig", "stages.yaml", "state.json")
+_OWNED = ("pki", "etcd-data", "logs", "pids", "kwok-home", "kubeconfig", "stages.yaml", "state.json", "node")
 
 
 class SandboxError(RuntimeError):
     """The sandbox could not be started."""
-
-
-@dataclass(frozen=True)
-class Ports:
-    etcd_client: int
-    etcd_peer: int
-    apiserver: int
-    controller_manager: int
-    scheduler: int
-    kwok: int
 
 
 def _free_ports(count: int) -> list[int]:
@@ -68,10 +56,6 @@ def _free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def _b64(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode("ascii")
-
-
 class Sandbox:
     """etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kwok, rooted at DIRECTORY.
 
@@ -81,12 +65,17 @@ class Sandbox:
     :func:`~sundial_sandbox.binaries.ensure_binaries` caches under ``~/.cache/sundial``).
     """
 
-    def __init__(self, directory: Path, bin_dir: Path | None = None, node_name: str = "sandbox-node-0") -> None:
+    def __init__(
+        self, directory: Path, bin_dir: Path | None = None, node_name: str = "sandbox-node-0", real_node: bool = False
+    ) -> None:
         self.directory = Path(directory).absolute()
         self.bin_dir = bin_dir
         self.node_name = node_name
+        self.real_node = real_node
         self._processes = ProcessTable(self.directory)
         self._pki = Pki(self.directory / "pki")
+        #: The real node beside kwok's (docs/sandbox.md), started when ``real_node`` is true.
+        self.node = RealNode(self.directory, self._pki, self._processes)
 
     # -- public API --------------------------------------------------------------------------------
 
@@ -112,6 +101,8 @@ class Sandbox:
         records = {record.name: record for record in self._processes.records()}
         if any(name not in records or not self._processes.alive(records[name]) for name in COMPONENTS):
             return False
+        if self.real_node and not self.node.running():
+            return False
         try:
             return self._client(int(state["ports"]["apiserver"])).healthy()
         except (KeyError, TypeError, ValueError, OSError):
@@ -123,12 +114,17 @@ class Sandbox:
         with self._lock():
             if self.running():
                 return self.kubeconfig
+            self.node.stop()
             self._processes.stop_all()
             self._clean()
             bin_dir = self.ensure_binaries()
             try:
-                self._start(bin_dir, time.monotonic() + timeout)
+                deadline = time.monotonic() + timeout
+                ports = self._start(bin_dir, deadline)
+                if self.real_node:  # its first start builds the kubelet (~90 s with a warm Go cache)
+                    self._start_node(ports.apiserver, deadline + 300.0)
             except BaseException:
+                self.node.stop()
                 self._processes.stop_all()
                 raise
             return self.kubeconfig
@@ -138,8 +134,34 @@ class Sandbox:
         if not self.directory.is_dir():
             return
         with self._lock():
+            self.node.stop()
             self._processes.stop_all()
             (self.directory / "state.json").unlink(missing_ok=True)
+
+    def start_real_node(self, timeout: float = 480.0) -> None:
+        """Start the real node beside a running sandbox's kwok node (no-op if it runs); see :class:`RealNode`."""
+        state = self._read_state()
+        if state is None:
+            raise SandboxError(f"no running sandbox in {self.directory}")
+        with self._lock():
+            self.real_node = True
+            if self.node.running():
+                return
+            self.node.stop()
+            try:
+                self._start_node(int(state["ports"]["apiserver"]), time.monotonic() + timeout)
+            except BaseException:
+                self.node.stop()
+                raise
+
+    def stop_real_node(self) -> list[str]:
+        """Stop the real node only (the control plane keeps running); returns what could not be cleaned up."""
+        with self._lock():
+            self.real_node = False
+            return self.node.stop()
+
+    def _start_node(self, port: int, deadline: float) -> None:
+        self.node.start(self._client(port), f"https://127.0.0.1:{port}", deadline)
 
     def stop_component(self, name: str) -> None:
         """Stop one running component (e.g. ``kube-apiserver``, ``etcd``); its data directory is kept."""
@@ -217,40 +239,11 @@ class Sandbox:
         return ApiClient(f"https://127.0.0.1:{port}", self._pki.ca_cert, self._pki.admin_cert, self._pki.admin_key)
 
     def _write_kubeconfig(self, port: int) -> None:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "sundial-sandbox",
-                    "cluster": {
-                        "server": f"https://127.0.0.1:{port}",
-                        "certificate-authority-data": _b64(self._pki.ca_cert),
-                    },
-                }
-            ],
-            "users": [
-                {
-                    "name": "sundial-sandbox-admin",
-                    "user": {
-                        "client-certificate-data": _b64(self._pki.admin_cert),
-                        "client-key-data": _b64(self._pki.admin_key),
-                    },
-                }
-            ],
-            "contexts": [
-                {
-                    "name": "sundial-sandbox",
-                    "context": {"cluster": "sundial-sandbox", "user": "sundial-sandbox-admin"},
-                }
-            ],
-            "current-context": "sundial-sandbox",
-            "preferences": {},
-        }
-        tmp = self.kubeconfig.with_suffix(".tmp")
-        tmp.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-        tmp.chmod(0o600)
-        tmp.replace(self.kubeconfig)
+        pki = self._pki
+        server = f"https://127.0.0.1:{port}"
+        write_kubeconfig(
+            self.kubeconfig, server, pki.ca_cert, pki.admin_cert, pki.admin_key, user="sundial-sandbox-admin"
+        )
 
     def _env(self, home: Path | None = None) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
@@ -258,7 +251,7 @@ class Sandbox:
             env["HOME"] = str(home)
         return env
 
-    def _start(self, bin_dir: Path, deadline: float) -> None:
+    def _start(self, bin_dir: Path, deadline: float) -> Ports:
         d = self.directory
         ports = Ports(*_free_ports(6))
         pki = create_pki(self._pki.directory)
@@ -274,8 +267,8 @@ class Sandbox:
         def launch(name: str, *args: str, home: Path | None = None) -> None:
             started.append(self._processes.start(name, [str(bin_dir / name), *args], env=self._env(home)))
 
-        launch("etcd", *_etcd_args(d, ports))
-        launch("kube-apiserver", *_apiserver_args(ports, pki))
+        launch("etcd", *etcd_args(d, ports))
+        launch("kube-apiserver", *apiserver_args(ports, pki))
         client = self._client(ports.apiserver)
         self._wait("kube-apiserver /readyz", client.healthy, deadline, started)
 
@@ -312,6 +305,7 @@ class Sandbox:
         self._wait_for_the_rest(client, ports, deadline, started)
         state = {"ports": asdict(ports), "bin_dir": str(bin_dir), "node": self.node_name}
         (d / "state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
+        return ports
 
     def _wait_for_the_rest(
         self, client: ApiClient, ports: Ports, deadline: float, started: list[ProcessRecord]
@@ -364,37 +358,3 @@ class Sandbox:
                 raise SandboxError(f"timed out waiting for {what}\n{logs}")
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)
-
-
-def _etcd_args(directory: Path, ports: Ports) -> list[str]:
-    return [
-        "--name=sandbox",
-        f"--data-dir={directory / 'etcd-data'}",
-        f"--listen-client-urls=http://127.0.0.1:{ports.etcd_client}",
-        f"--advertise-client-urls=http://127.0.0.1:{ports.etcd_client}",
-        f"--listen-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
-        f"--initial-advertise-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
-        f"--initial-cluster=sandbox=http://127.0.0.1:{ports.etcd_peer}",
-        "--unsafe-no-fsync=true",
-        "--log-level=warn",
-    ]
-
-
-def _apiserver_args(ports: Ports, pki: Pki) -> list[str]:
-    return [
-        f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
-        f"--secure-port={ports.apiserver}",
-        f"--tls-cert-file={pki.admin_cert}",
-        f"--tls-private-key-file={pki.admin_key}",
-        f"--client-ca-file={pki.ca_cert}",
-        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
-        f"--service-account-key-file={pki.sa_pub}",
-        f"--service-account-signing-key-file={pki.sa_key}",
-        f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-        "--authorization-mode=RBAC",
-        "--allow-privileged=true",
-        "--endpoint-reconciler-type=none",
-        "--profiling=false",
-    ]

@@ -40,7 +40,7 @@ def _start(args: argparse.Namespace) -> int:
     require_sandbox("sandbox start")
     from sundial_sandbox import BinariesError, Sandbox, SandboxError  # noqa: PLC0415 - a dev tool, see above
 
-    sandbox = Sandbox(_directory(args))
+    sandbox = Sandbox(_directory(args), real_node=args.real_node)
     began = time.monotonic()
     try:
         kubeconfig = sandbox.start(timeout=args.timeout)
@@ -76,6 +76,11 @@ def register(subparsers: Any) -> None:
     start = commands.add_parser("start", help="start (or reuse) the sandbox; prints KUBECONFIG=<path>")
     start.add_argument("--dir", type=Path, default=None, help=dir_help)
     start.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for readiness")
+    start.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also start one real node (containerd + kubelet, needs root) beside kwok's; see docs/sandbox.md",
+    )
     start.set_defaults(func=_start)
 
     stop = commands.add_parser("stop", help="stop the processes this sandbox directory recorded")

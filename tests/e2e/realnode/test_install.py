@@ -1,0 +1,186 @@
+"""The install path as users take it, on the sandbox's real node (issue 23 items 2-4): ``helm install`` of the
+chart with the image ``make image`` builds (imported into the node's containerd, never pulled) into a
+namespace where PodSecurity ``restricted`` is enforced → the operator pod is admitted and becomes Ready
+through the kubelet's probes → ScheduledJobs are admitted through the webhook **Service** (the operator's own
+certificate, the API server's TLS name check) → a Job's container prints its Sundial environment, and a
+container that exits 1 is retried and dead-lettered → ``helm uninstall`` leaves nothing of the release.
+
+No ClusterIP is dialled: the API server routes the webhook Service to its endpoint (the pod's IP on the
+sandbox's bridge, ``--enable-aggregator-routing``), and on this machine every Service address but the
+``kubernetes`` Service's own is unreachable (a route the real node adds), so an admission that went to the
+ClusterIP would fail (``failurePolicy: Fail``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from sundial.model import names
+
+from .releases import Release, install
+
+if TYPE_CHECKING:
+    from tests.e2e.harness.cluster import Cluster
+
+    from .conftest import OperatorImage, RealNode
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+ENV = ("SUNDIAL_SCHEDULED_TIME", "SUNDIAL_ATTEMPT", "SUNDIAL_IDEMPOTENCY_KEY", "SUNDIAL_FENCING_TOKEN")
+STAMPED = dict(
+    zip(
+        ENV,
+        (
+            names.SCHEDULED_TIME_ANNOTATION,
+            names.ATTEMPT_ANNOTATION,
+            names.IDEMPOTENCY_KEY_ANNOTATION,
+            names.FENCING_TOKEN_ANNOTATION,
+        ),
+        strict=True,
+    )
+)
+#: Namespaced kinds a release may leave behind, checked after ``helm uninstall``.
+NAMESPACED = ",".join((
+    "deployments", "replicasets", "pods", "services", "endpointslices", "secrets", "configmaps", "serviceaccounts",
+    "roles", "rolebindings", "poddisruptionbudgets", "networkpolicies", "leases",
+))  # fmt: skip
+CLUSTER_SCOPED = ",".join((
+    "clusterroles", "clusterrolebindings", "validatingwebhookconfigurations", "validatingadmissionpolicies",
+    "validatingadmissionpolicybindings",
+))  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def release(
+    cluster: Cluster, crds: None, real_node: RealNode, node_operator_image: OperatorImage, helm: str
+) -> Iterator[Release]:
+    rel = install(cluster, helm, node_operator_image.repository, node_operator_image.digest)
+    try:
+        yield rel
+    finally:
+        rel.uninstall()
+
+
+def _scheduled_job(name: str, pod_spec: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    run_at = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    template = {"backoffLimit": 0, "template": {"spec": pod_spec}}
+    return {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": name},
+        "spec": {"runAt": run_at, **spec, "jobTemplate": {"spec": template}},
+    }
+
+
+def _jobs(cluster: Cluster, ns: str, owner: str) -> list[dict[str, Any]]:
+    listing = cluster.get_json("jobs", "-n", ns, "-l", f"{names.SCHEDULED_JOB_LABEL}={owner}") or {}
+    items: list[dict[str, Any]] = listing.get("items") or []
+    return sorted(items, key=lambda job: int(job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION]))
+
+
+def _finished_pod(cluster: Cluster, ns: str, job: str) -> dict[str, Any] | None:
+    listing = cluster.get_json("pods", "-n", ns, "-l", f"job-name={job}") or {}
+    done = [pod for pod in listing.get("items") or [] if pod["status"].get("phase") in {"Succeeded", "Failed"}]
+    return done[0] if done else None
+
+
+def _printed(cluster: Cluster, ns: str, pod: dict[str, Any]) -> dict[str, str]:
+    out = cluster.kubectl("logs", "-n", ns, pod["metadata"]["name"]).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def test_the_operator_pod_is_admitted_as_restricted_and_ready_through_its_probes(
+    cluster: Cluster, release: Release, real_node: RealNode
+) -> None:
+    [pod] = cluster.wait_for(release.ready_pods, timeout=120, message="the operator Ready")
+    assert pod["spec"]["nodeName"] == real_node.name
+    assert pod["status"]["podIP"].startswith("10.89.77."), pod["status"]  # on the sandbox's bridge
+    [container] = pod["spec"]["containers"]
+    assert container["readinessProbe"]["httpGet"] and container["livenessProbe"]["httpGet"]
+    [status] = pod["status"]["containerStatuses"]
+    assert status["ready"] and status["containerID"].startswith("containerd://")
+    assert status["imageID"].endswith(pod["spec"]["containers"][0]["image"].rsplit("@", 1)[1])
+    labels = cluster.get_json("namespace", release.namespace)["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_scheduled_jobs_are_admitted_through_the_webhook_service_at_its_pod_ip(
+    cluster: Cluster, release: Release, real_node: RealNode
+) -> None:
+    cluster.wait_for(release.ready_pods, timeout=120, message="Ready")
+    [config] = [
+        c
+        for c in cluster.get_json("validatingwebhookconfigurations")["items"]
+        if c["metadata"].get("labels", {}).get("app.kubernetes.io/instance") == release.name
+    ]
+    service_ref = config["webhooks"][0]["clientConfig"]["service"]
+    service = cluster.get_json("service", service_ref["name"], "-n", service_ref["namespace"])
+    route = subprocess.run(
+        ["ip", "route", "get", service["spec"]["clusterIP"]], capture_output=True, text=True, check=False
+    )
+    assert route.returncode != 0 or "unreachable" in route.stdout, route  # a ClusterIP dial cannot succeed here
+    bad = _scheduled_job("bad", real_node.pod_spec("true"))
+    bad["spec"] = {"schedule": "not a cron", "jobTemplate": bad["spec"]["jobTemplate"]}
+    result = cluster.kubectl("apply", "-n", release.watch, "-f", "-", input=json.dumps(bad), check=False)
+    assert result.returncode != 0
+    assert "admission webhook" in result.stderr and "spec.schedule" in result.stderr, result.stderr
+    script = "for v in " + " ".join(ENV) + ' ; do eval "echo $v=\\${$v}"; done'
+    cluster.apply(_scheduled_job("printer", real_node.pod_spec(script)), release.watch)
+    [job] = cluster.wait_for(lambda: _jobs(cluster, release.watch, "printer"), timeout=30, message="the Job")
+    pod = cluster.wait_for(
+        lambda: _finished_pod(cluster, release.watch, job["metadata"]["name"]), timeout=90, message="its pod"
+    )
+    assert pod["status"]["phase"] == "Succeeded" and pod["spec"]["nodeName"] == real_node.name
+    annotations = job["metadata"]["annotations"]
+    assert _printed(cluster, release.watch, pod) == {var: annotations[STAMPED[var]] for var in ENV}
+
+
+def test_a_container_that_exits_1_is_retried_then_dead_lettered_by_the_installed_operator(
+    cluster: Cluster, release: Release, real_node: RealNode
+) -> None:
+    cluster.wait_for(release.ready_pods, timeout=120, message="Ready")
+    retry = {"maxAttempts": 2, "backoff": {"initial": "1s", "factor": 1, "max": "1s"}}
+    failing = real_node.pod_spec('echo "SUNDIAL_ATTEMPT=$SUNDIAL_ATTEMPT"; exit 1')
+    cluster.apply(_scheduled_job("failer", failing, retry=retry, failedJobsHistoryLimit=5), release.watch)
+
+    def dead_letters() -> list[dict[str, Any]] | None:
+        status = (cluster.get_json("scheduledjob", "failer", "-n", release.watch) or {}).get("status") or {}
+        letters: list[dict[str, Any]] | None = status.get("deadLetters")
+        return letters
+
+    [letter] = cluster.wait_for(dead_letters, timeout=150, message="a dead letter after two real failures")
+    assert letter["attempts"] == 2
+    jobs = _jobs(cluster, release.watch, "failer")
+    assert [job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION] for job in jobs] == ["1", "2"]
+    for attempt, job in enumerate(jobs, start=1):
+        pod = cluster.wait_for(
+            lambda job=job: _finished_pod(cluster, release.watch, job["metadata"]["name"]), timeout=30, message="pod"
+        )
+        [status] = pod["status"]["containerStatuses"]
+        assert status["state"]["terminated"]["exitCode"] == 1 and status["containerID"].startswith("containerd://")
+        assert _printed(cluster, release.watch, pod) == {"SUNDIAL_ATTEMPT": str(attempt)}
+
+
+def test_helm_uninstall_leaves_nothing_of_the_release(cluster: Cluster, release: Release) -> None:
+    result = release.run("uninstall", release.name, "--wait")
+    assert result.returncode == 0, result.stderr
+    cluster.wait_for(lambda: not release.pods(), timeout=60, message="the operator pod gone")
+
+    def left() -> list[str]:
+        namespaced = cluster.get_json(NAMESPACED, "-n", release.namespace)["items"]
+        scoped = cluster.get_json(CLUSTER_SCOPED)["items"]
+        found = [f"{o['kind']}/{o['metadata']['name']}" for o in namespaced]
+        found += [f"{o['kind']}/{o['metadata']['name']}" for o in scoped if release.name in o["metadata"]["name"]]
+        defaults = {"ConfigMap/kube-root-ca.crt", "ServiceAccount/default"}
+        return sorted(set(found) - defaults)
+
+    # The operator's Leases (shard and member, made at run time, not by the chart) are the one thing left; see
+    # docs/install.md "Uninstall".
+    leftovers = cluster.wait_for(lambda: left() or ["nothing"], timeout=60, message="the release's objects gone")
+    assert all(item.startswith(f"Lease/{release.name}-") for item in leftovers if item != "nothing"), leftovers

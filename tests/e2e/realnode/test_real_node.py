@@ -1,0 +1,134 @@
+"""Jobs whose pods really run (issue 23 item 1): a ScheduledJob's Job runs a container on the sandbox's real
+node (containerd + runc + kubelet, tests/e2e/realnode/conftest.py); the container prints the Sundial
+environment the operator stamped (DESIGN §4.3), read back with ``kubectl logs``; a container that exits 1
+fails its Job for real, is retried and dead-lettered as the spec says (DESIGN §5).
+
+The operator runs as a host process (``start_module_operator``), as in most e2e tests.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from sundial.model import names
+
+if TYPE_CHECKING:
+    from tests.e2e.harness.cluster import Cluster
+    from tests.e2e.harness.namespaces import ModuleNamespaces
+    from tests.e2e.harness.operators import Operator, OperatorLauncher
+
+    from .conftest import RealNode
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+ENV = ("SUNDIAL_SCHEDULED_TIME", "SUNDIAL_ATTEMPT", "SUNDIAL_IDEMPOTENCY_KEY", "SUNDIAL_FENCING_TOKEN")
+STAMPED = {
+    "SUNDIAL_SCHEDULED_TIME": names.SCHEDULED_TIME_ANNOTATION,
+    "SUNDIAL_ATTEMPT": names.ATTEMPT_ANNOTATION,
+    "SUNDIAL_IDEMPOTENCY_KEY": names.IDEMPOTENCY_KEY_ANNOTATION,
+    "SUNDIAL_FENCING_TOKEN": names.FENCING_TOKEN_ANNOTATION,
+}
+
+
+@pytest.fixture(scope="module")
+def operator(
+    real_node: RealNode, start_module_operator: OperatorLauncher, module_namespaces: ModuleNamespaces
+) -> Operator:
+    return start_module_operator(namespaces=module_namespaces.all)
+
+
+@pytest.fixture
+def ns(operator: Operator, module_namespace: str) -> str:
+    return module_namespace
+
+
+def _scheduled_job(name: str, pod_spec: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    run_at = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    job = {"backoffLimit": 0, "template": {"spec": pod_spec}}
+    return {
+        "apiVersion": "sundial.dev/v1alpha1",
+        "kind": "ScheduledJob",
+        "metadata": {"name": name},
+        "spec": {"runAt": run_at, **spec, "jobTemplate": {"spec": job}},
+    }
+
+
+def _jobs(cluster: Cluster, ns: str, owner: str) -> list[dict[str, Any]]:
+    listing = cluster.get_json("jobs", "-n", ns, "-l", f"{names.SCHEDULED_JOB_LABEL}={owner}") or {}
+    items: list[dict[str, Any]] = listing.get("items") or []
+    return sorted(items, key=lambda job: int(job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION]))
+
+
+def _finished_pod(cluster: Cluster, ns: str, job: str) -> dict[str, Any] | None:
+    listing = cluster.get_json("pods", "-n", ns, "-l", f"job-name={job}") or {}
+    done = [pod for pod in listing.get("items") or [] if pod["status"].get("phase") in {"Succeeded", "Failed"}]
+    return done[0] if done else None
+
+
+def _terminated(pod: dict[str, Any]) -> dict[str, Any]:
+    [status] = pod["status"]["containerStatuses"]
+    terminated: dict[str, Any] = status["state"]["terminated"]
+    assert status["containerID"].startswith("containerd://"), status  # run by containerd, not written by kwok
+    return terminated
+
+
+def _logs(cluster: Cluster, ns: str, pod: dict[str, Any]) -> dict[str, str]:
+    out = cluster.kubectl("logs", "-n", ns, pod["metadata"]["name"]).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def test_a_job_pod_runs_a_real_container_that_sees_its_sundial_environment(
+    cluster: Cluster, ns: str, real_node: RealNode
+) -> None:
+    script = "for v in " + " ".join(ENV) + ' ; do eval "echo $v=\\${$v}"; done; echo HOSTNAME=$(hostname)'
+    cluster.apply(_scheduled_job("printer", real_node.pod_spec(script)), ns)
+    [job] = cluster.wait_for(lambda: _jobs(cluster, ns, "printer"), timeout=30, message="the Job")
+    job_name = job["metadata"]["name"]
+    pod = cluster.wait_for(lambda: _finished_pod(cluster, ns, job_name), timeout=90, message="the pod finished")
+    assert pod["spec"]["nodeName"] == real_node.name
+    assert pod["status"]["phase"] == "Succeeded", pod["status"]
+    assert _terminated(pod)["exitCode"] == 0
+    printed = _logs(cluster, ns, pod)
+    annotations = job["metadata"]["annotations"]
+    assert {var: printed.get(var) for var in ENV} == {var: annotations[STAMPED[var]] for var in ENV}
+    assert printed["SUNDIAL_ATTEMPT"] == "1"
+    assert printed["HOSTNAME"] == pod["metadata"]["name"]  # its own UTS namespace: a real container
+    cluster.wait_for(
+        lambda: (
+            (cluster.get_json("scheduledjob", "printer", "-n", ns) or {})
+            .get("status", {})
+            .get("counters", {})
+            .get("succeeded")
+        ),
+        timeout=30,
+        message="the run counted as succeeded",
+    )
+
+
+def test_a_container_that_exits_1_is_retried_then_dead_lettered(cluster: Cluster, ns: str, real_node: RealNode) -> None:
+    retry = {"maxAttempts": 2, "backoff": {"initial": "1s", "factor": 1, "max": "1s"}}
+    script = 'echo "SUNDIAL_ATTEMPT=$SUNDIAL_ATTEMPT"; exit 1'
+    cluster.apply(_scheduled_job("failer", real_node.pod_spec(script), retry=retry, failedJobsHistoryLimit=5), ns)
+
+    def dead_letters() -> list[dict[str, Any]] | None:
+        status = (cluster.get_json("scheduledjob", "failer", "-n", ns) or {}).get("status") or {}
+        letters: list[dict[str, Any]] | None = status.get("deadLetters")
+        return letters
+
+    [letter] = cluster.wait_for(dead_letters, timeout=150, message="a dead letter after two real failures")
+    jobs = _jobs(cluster, ns, "failer")
+    assert [job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION] for job in jobs] == ["1", "2"]
+    keys = {job["metadata"]["annotations"][names.IDEMPOTENCY_KEY_ANNOTATION] for job in jobs}
+    assert len(keys) == 1  # one run, two attempts
+    for attempt, job in enumerate(jobs, start=1):
+        pod = cluster.wait_for(
+            lambda job=job: _finished_pod(cluster, ns, job["metadata"]["name"]), timeout=30, message="a failed pod"
+        )
+        assert pod["spec"]["nodeName"] == real_node.name
+        assert pod["status"]["phase"] == "Failed"
+        assert _terminated(pod)["exitCode"] == 1
+        assert _logs(cluster, ns, pod) == {"SUNDIAL_ATTEMPT": str(attempt)}
+    assert letter.get("attempts") == 2, letter

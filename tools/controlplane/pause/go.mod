@@ -1,0 +1,3 @@
+module sundial.local/controlplane/pause
+
+go 1.26
