@@ -4,7 +4,7 @@ Victims: V namespaces, each with one ScheduledJob every 5 seconds. Phase ``alone
 time -> Job seen by the independent watch) for S seconds. Then a hostile namespace moves in and phase
 ``hostile`` measures the same for S seconds while it:
 
-* has 16 maximal ScheduleCalendars (100 entries x 400 dates, the CRD's limits) referred to by a per-second
+* has 16 maximal ScheduleCalendars (100 entries sharing the 1,000 dates allowed in all) referred to by a per-second
   ScheduledJob that also has a maximal ``spec.exclude``;
 * floods the webhook port with AdmissionReviews of a maximal ScheduleCalendar, FLOOD at a time, without
   credentials (as any network peer can; loopback only, bounded by the phase's deadline);
@@ -30,6 +30,7 @@ import aiohttp
 from bench import env
 from bench.kube import Api, credentials, scheduled_job, sj_path
 from bench.stats import summary
+from sundial.model import calendars
 from sundial_sandbox.webhook import issue_serving_certificate
 
 CALENDARS_PATH = "/apis/sundial.dev/v1alpha1/namespaces/{}/schedulecalendars"
@@ -39,10 +40,13 @@ GOAL_SLACK_S = 1.0
 
 
 def maximal_exclude() -> list[dict[str, Any]]:
-    """100 entries x 400 distinct dates, far in the future (they never exclude a victim's or its own run)."""
+    """The most a list may hold: 100 entries sharing the 1,000 dates allowed in all (10 each), distinct and far in
+    the future (they never exclude a victim's or its own run)."""
     start = date(2100, 1, 1)
+    per_entry = calendars.MAX_DATES_IN_ALL // 100
     return [
-        {"dates": [(start + timedelta(days=400 * entry + i)).isoformat() for i in range(400)]} for entry in range(100)
+        {"dates": [(start + timedelta(days=per_entry * entry + i)).isoformat() for i in range(per_entry)]}
+        for entry in range(100)
     ]
 
 
