@@ -255,13 +255,30 @@ class ObjectsApi:
             return results.Unexpected(owner_uid=owner)
         return results.Created(body=body)
 
-    async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
+    async def delete_job(self, *, namespace: str, name: str, uid: str, shard: str = "") -> results.DeleteResult:
         """Delete with a UID precondition (never a same-named successor or a squatter), pods in the background.
 
         Only observed Jobs are deleted: an empty ``uid`` is refused (``ValueError``), there is no delete by
-        name alone."""
+        name alone. ``shard``: first set the Job's ``sundial.dev/shard`` label to it (the owning ScheduledJob's
+        current shard), by a merge patch that names the UID too, so the fencing policy checks the delete
+        against the right shard Lease whatever a tenant wrote there or a ``--shards`` change left behind."""
         if not uid:
             raise ValueError(f"deleting Job {namespace}/{name} needs its UID (a delete precondition)")
+        if shard:
+            patch = {"metadata": {"uid": uid, "labels": {names.SHARD_LABEL: shard}}}
+            try:
+                await self._req.call(
+                    verb="patch",
+                    resource="jobs",
+                    request=lambda: self._batch.patch_namespaced_job(
+                        name, namespace, patch, _content_type="application/merge-patch+json",
+                        _request_timeout=requests.REQUEST_TIMEOUT,
+                    ),
+                )  # fmt: skip
+            except errors.NotFoundError:
+                return results.Done(existed=False)
+            except (errors.ConflictError, errors.InvalidError):
+                return results.Conflict()  # another Job at that name now (the UID differs)
         options: dict[str, Any] = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
         try:
             await self._req.call(

@@ -38,8 +38,10 @@ ATTEMPT_ANNOTATION: Final = "sundial.dev/attempt"
 IDEMPOTENCY_KEY_ANNOTATION: Final = "sundial.dev/idempotency-key"
 """Stable per run across attempts and replicas."""
 FENCING_TOKEN_ANNOTATION: Final = "sundial.dev/fencing-token"
-"""``<shard>-<lease transitions>`` of the replica that created the Job (also on every Event the operator writes;
-in a ScheduledJob's status it is ``status.fencingToken``)."""
+"""``<shard>-<lease transitions>-<lease uid>`` of the replica that created the Job (also on every Event the
+operator writes; in a ScheduledJob's status it is ``status.fencingToken``). The Lease's UID makes a recreated
+Lease (``leaseTransitions`` back at 0) refuse every token of the old one; earlier builds wrote
+``<shard>-<lease transitions>`` (docs/fencing.md, "Upgrading")."""
 
 # Token annotations on the ScheduledJob (DESIGN §5, the Flux ``requestedAt`` pattern).
 TRIGGER_ANNOTATION: Final = "sundial.dev/trigger"
@@ -86,8 +88,13 @@ found in 0.44 s)."""
 _INVALID = re.compile(r"[^a-z0-9-]+")
 
 
+def fencing_token(shard: int, transitions: int, lease_uid: str) -> str:
+    """``<shard>-<transitions>-<lease uid>`` (``<shard>-<transitions>`` while the Lease's UID is unknown)."""
+    return f"{shard}-{transitions}-{lease_uid}" if lease_uid else f"{shard}-{transitions}"
+
+
 def token_shard(fencing_token: str) -> str:
-    """The shard part of a ``<shard>-<transitions>`` fencing token (the value of :data:`SHARD_LABEL`)."""
+    """The shard part of a fencing token (the value of :data:`SHARD_LABEL`)."""
     return fencing_token.split("-", 1)[0]
 
 

@@ -67,7 +67,7 @@ class ReconcilerApi(Protocol):
         self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str
     ) -> results.CreateResult: ...
 
-    async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult: ...
+    async def delete_job(self, *, namespace: str, name: str, uid: str, shard: str = "") -> results.DeleteResult: ...
 
 
 class EventSink(Protocol):
@@ -249,11 +249,14 @@ class Reconciler:
                     logger.warning("%s/%s: not deleting Job %s: never observed (no UID)", *key, action.name)
                 case actions.DeleteJob():
                     self._lead.check(shard)
-                    deleted = await self._retrying(
-                        shard,
-                        functools.partial(self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid),
-                        kind=FencedKind.JOB_DELETE,
+                    # The fencing policy checks a delete against the Lease its sundial.dev/shard label names: a
+                    # label a tenant rewrote (or a --shards change left stale) is set to this shard first.
+                    labelled = next((j.shard for j in self._observed(key) if j.uid == action.uid), str(shard))
+                    relabel = "" if labelled == str(shard) else str(shard)
+                    delete = functools.partial(
+                        self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid, shard=relabel
                     )
+                    deleted = await self._retrying(shard, delete, kind=FencedKind.JOB_DELETE)
                     if isinstance(deleted, results.Done) and deleted.existed:
                         message = f"Deleted job {action.name} ({action.reason})"
                         self._event(

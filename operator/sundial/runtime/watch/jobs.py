@@ -69,6 +69,7 @@ def observe(body: Mapping[str, Any], *, deleted: bool = False) -> ObservedJob:
         finished_at=finished,
         failure_reason=reason,
         failure_message=message,
+        shard=str((meta.get("labels") or {}).get(names.SHARD_LABEL) or ""),
     )
 
 

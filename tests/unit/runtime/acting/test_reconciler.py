@@ -31,6 +31,7 @@ class Elector:
     def __init__(self, holding: bool = True, transitions: int = 3) -> None:
         self.holding = holding
         self.transitions = transitions
+        self.record = None
 
     def stop(self) -> None:
         self.holding = False
@@ -83,8 +84,8 @@ class FakeApi:
             return self.create_results.pop(0)
         return results.Created(body={"metadata": {**manifest["metadata"], "namespace": namespace, "uid": "j"}})
 
-    async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
-        self.calls.append(f"delete:{name}@{uid}")
+    async def delete_job(self, *, namespace: str, name: str, uid: str, shard: str = "") -> results.DeleteResult:
+        self.calls.append(f"delete:{name}@{uid}" + (f"+label:{shard}" if shard else ""))
         return results.Done()
 
 
