@@ -177,8 +177,13 @@ class ObjectsApi:
             return results.Gone()
         return results.Written(body=written)
 
-    async def delete_scheduled_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
-        options = {"preconditions": {"uid": uid}, "propagationPolicy": "Background"}
+    async def delete_scheduled_job(
+        self, *, namespace: str, name: str, uid: str, resource_version: str = ""
+    ) -> results.DeleteResult:
+        """Delete (``ttlSecondsAfterFinished``) only the object the decision was made on: its UID and, when
+        given, the ``resourceVersion`` the pass last wrote or read (a 409 if the user changed it meanwhile)."""
+        preconditions = {"uid": uid} | ({"resourceVersion": resource_version} if resource_version else {})
+        options = {"preconditions": preconditions, "propagationPolicy": "Background"}
         try:
             await self._req.call(
                 verb="delete",

@@ -106,6 +106,11 @@ class ServerFencing:
         return self
 
     @property
+    def policy_name(self) -> str:
+        """The policy's (and its binding's) name: what ``sundial run --fencing-policy`` must be given."""
+        return f"{self.release}-fencing"
+
+    @property
     def user(self) -> str:
         return f"system:serviceaccount:{self.namespace}:{SERVICE_ACCOUNT}"
 
