@@ -51,6 +51,16 @@ async def _raw_page(request: Callable[[str | None], Awaitable[Any]], token: str 
     return await raw_json(request(token))
 
 
+#: The annotations that say which run and attempt a Job is (a Job is adopted only when all of them match).
+_ATTEMPT_ANNOTATIONS = (names.IDEMPOTENCY_KEY_ANNOTATION, names.SCHEDULED_TIME_ANNOTATION, names.ATTEMPT_ANNOTATION)
+
+
+def _same_attempt(existing: Mapping[str, Any], manifest: Mapping[str, Any]) -> bool:
+    found = (existing.get("metadata") or {}).get("annotations") or {}
+    wanted = (manifest.get("metadata") or {}).get("annotations") or {}
+    return all(found.get(key) == wanted.get(key) for key in _ATTEMPT_ANNOTATIONS)
+
+
 async def raw_json(pending: Awaitable[Any]) -> dict[str, Any]:
     """The JSON body of a generated-client call made with ``_preload_content=False``, as plain dicts.
 
@@ -235,7 +245,9 @@ class ObjectsApi:
         return body
 
     async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
-        """Create a Job. AlreadyExists: adopt it if ``owner_uid`` controls it, else report it unexpected."""
+        """Create a Job. AlreadyExists: adopt it if ``owner_uid`` controls it *and* it is this run's attempt (the
+        idempotency key, scheduled time and attempt annotations of ``manifest``), else report it unexpected: a
+        controller ownerReference is easy to copy (UIDs are readable), so the UID alone adopts nothing."""
         try:
             body = await self._req.call(
                 verb="create",
@@ -255,7 +267,7 @@ class ObjectsApi:
             if existing is None:  # deleted in between: a retry of the pass will create it again
                 raise errors.TransientError(code=409, reason="AlreadyExists", message="vanished on read") from None
             owner = controller_uid(existing)
-            if owner == owner_uid:
+            if owner == owner_uid and _same_attempt(existing, manifest):
                 return results.Adopted(body=existing)
             return results.Unexpected(owner_uid=owner)
         return results.Created(body=body)
