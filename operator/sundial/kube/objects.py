@@ -12,6 +12,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from sundial import model
 from sundial.kube import codec, errors, requests, results
+from sundial.kube.ownership import controller_uid, same_attempt
 from sundial.model import names
 
 _SJ = (model.resource.GROUP, model.resource.VERSION)
@@ -21,15 +22,6 @@ MAX_EVENT_MESSAGE = 1024
 
 def _timestamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def controller_uid(body: Mapping[str, Any]) -> str | None:
-    """UID of the object's controller ownerReference, if any."""
-    for ref in (body.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            uid = ref.get("uid")
-            return str(uid) if uid else None
-    return None
 
 
 def _paging(limit: int, token: str | None, *, any_version: bool) -> dict[str, Any]:
@@ -49,16 +41,6 @@ def _paging(limit: int, token: str | None, *, any_version: bool) -> dict[str, An
 
 async def _raw_page(request: Callable[[str | None], Awaitable[Any]], token: str | None) -> dict[str, Any]:
     return await raw_json(request(token))
-
-
-#: The annotations that say which run and attempt a Job is (a Job is adopted only when all of them match).
-_ATTEMPT_ANNOTATIONS = (names.IDEMPOTENCY_KEY_ANNOTATION, names.SCHEDULED_TIME_ANNOTATION, names.ATTEMPT_ANNOTATION)
-
-
-def _same_attempt(existing: Mapping[str, Any], manifest: Mapping[str, Any]) -> bool:
-    found = (existing.get("metadata") or {}).get("annotations") or {}
-    wanted = (manifest.get("metadata") or {}).get("annotations") or {}
-    return all(found.get(key) == wanted.get(key) for key in _ATTEMPT_ANNOTATIONS)
 
 
 async def raw_json(pending: Awaitable[Any]) -> dict[str, Any]:
@@ -267,7 +249,7 @@ class ObjectsApi:
             if existing is None:  # deleted in between: a retry of the pass will create it again
                 raise errors.TransientError(code=409, reason="AlreadyExists", message="vanished on read") from None
             owner = controller_uid(existing)
-            if owner == owner_uid and _same_attempt(existing, manifest):
+            if owner == owner_uid and same_attempt(existing, manifest):
                 return results.Adopted(body=existing)
             return results.Unexpected(owner_uid=owner)
         return results.Created(body=body)
