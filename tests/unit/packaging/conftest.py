@@ -19,7 +19,7 @@ OPERATOR_RULES: dict[tuple[str, str], frozenset[str]] = {
     ("sundial.dev", "scheduledjobs"): frozenset({"get", "list", "watch", "delete"}),
     ("sundial.dev", "scheduledjobs/status"): frozenset({"get", "update", "patch"}),
     ("sundial.dev", "schedulecalendars"): frozenset({"get", "list", "watch"}),
-    ("batch", "jobs"): frozenset({"get", "list", "watch", "create", "delete"}),
+    ("batch", "jobs"): frozenset({"get", "list", "watch", "create", "patch", "delete"}),
     ("", "events"): frozenset({"create", "patch"}),
     ("events.k8s.io", "events"): frozenset({"create", "patch"}),
 }
