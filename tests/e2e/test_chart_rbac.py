@@ -178,10 +178,21 @@ def uninstall(release: Release) -> None:
     delete_namespace(release.cluster, release.namespace)
 
 
+def fencing_policy(release: Release) -> str:
+    """The name of the release's fencing policy ("" when it installs none): ``--fencing-policy``."""
+    listing = (
+        release.cluster.get_json("validatingadmissionpolicies", "-l", f"app.kubernetes.io/instance={release.name}")
+        or {}
+    )
+    found = [p["metadata"]["name"] for p in listing.get("items") or [] if p["metadata"]["name"].endswith("-fencing")]
+    return found[0] if found else ""
+
+
 def start_under(start_operator: OperatorLauncher, release: Release, namespaces: list[str]) -> Operator:
     return start_operator(
         "--event-series-interval",
         "1",
+        f"--fencing-policy={fencing_policy(release)}",
         namespaces=namespaces,
         kubeconfig=release.kubeconfig,
         lease_namespace=release.namespace,

@@ -263,7 +263,8 @@ class ApiMetrics:
     """The operator's own Kubernetes API requests (every client: main loop, Events, Leases)."""
 
     requests: Counter
-    """``sundial_api_requests`` by ``verb``, ``resource`` and ``code``."""
+    """``sundial_api_requests`` by ``verb``, ``resource`` and ``code`` (``fenced``: refused by the fencing policy,
+    including the enforcement probe of every acquire; ``error``: no HTTP answer)."""
 
     latency: Histogram
     """``sundial_api_request_duration_seconds`` by ``verb`` and ``resource``."""
