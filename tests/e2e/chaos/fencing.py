@@ -108,7 +108,7 @@ class ServerFencing:
     @property
     def policy_name(self) -> str:
         """The policy's (and its binding's) name: what ``sundial run --fencing-policy`` must be given."""
-        return f"{self.release}-fencing"
+        return next(str(doc["metadata"]["name"]) for doc in self.policy if doc["kind"] == "ValidatingAdmissionPolicy")
 
     @property
     def user(self) -> str:

@@ -226,7 +226,7 @@ def test_an_operator_outside_the_policys_reach_reports_fencing_not_enforced(
     operator's dry-run probe at acquire is admitted, so it reports ``sundial_fencing_enforced{shard="0"} 0``,
     logs it and writes a FencingNotEnforced Warning Event on the Lease."""
     operator = start_operator("--fencing-policy", "sundial-fencing", namespaces=[namespace])
-    [lease] = operator.lease_names()
+    [lease] = operator.lease_names
 
     def gauge() -> str:
         return next((line for line in operator.metrics().splitlines()
