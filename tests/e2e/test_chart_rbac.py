@@ -7,8 +7,9 @@ test then mints a token for the chart's ServiceAccount through the TokenRequest 
 ``sundial run`` with that kubeconfig through a scenario that makes every API call the operator makes:
 
 * ScheduledJobs: list/watch (kopf), get, delete (``ttlSecondsAfterFinished``); status get/update/patch;
-* Jobs: list/watch, create, delete (history limit); Events: create, patch (a series' count, written at
-  most once a second here: ``--event-series-interval 1``); Leases: create, get, update.
+* Jobs: list/watch, create, patch (the shard label before a delete), delete (history limit); Events: create,
+  patch (a series' count, written at most once a second here: ``--event-series-interval 1``); Leases: create,
+  get, update.
 
 Then nothing was refused: no ``code="403"`` in ``sundial_api_requests_total`` and no "forbidden" in the log.
 The same for the namespaced mode (``watchNamespaces``: Roles only), which additionally cannot reach a
@@ -177,10 +178,21 @@ def uninstall(release: Release) -> None:
     delete_namespace(release.cluster, release.namespace)
 
 
+def fencing_policy(release: Release) -> str:
+    """The name of the release's fencing policy ("" when it installs none): ``--fencing-policy``."""
+    listing = (
+        release.cluster.get_json("validatingadmissionpolicies", "-l", f"app.kubernetes.io/instance={release.name}")
+        or {}
+    )
+    found = [p["metadata"]["name"] for p in listing.get("items") or [] if p["metadata"]["name"].endswith("-fencing")]
+    return found[0] if found else ""
+
+
 def start_under(start_operator: OperatorLauncher, release: Release, namespaces: list[str]) -> Operator:
     return start_operator(
         "--event-series-interval",
         "1",
+        f"--fencing-policy={fencing_policy(release)}",
         namespaces=namespaces,
         kubeconfig=release.kubeconfig,
         lease_namespace=release.namespace,

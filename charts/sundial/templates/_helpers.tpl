@@ -66,10 +66,11 @@ app.kubernetes.io/component: operator
 - apiGroups: [sundial.dev]
   resources: [schedulecalendars]
   verbs: [get, list, watch]
-# One Job per attempt; concurrencyPolicy Replace and the history limits delete Jobs.
+# One Job per attempt; concurrencyPolicy Replace and the history limits delete Jobs (patch: the
+# sundial.dev/shard label is set to the owner's current shard right before a delete, docs/fencing.md).
 - apiGroups: [batch]
   resources: [jobs]
-  verbs: [get, list, watch, create, delete]
+  verbs: [get, list, watch, create, patch, delete]
 # Events on ScheduledJobs.
 - apiGroups: [""]
   resources: [events]

@@ -46,6 +46,15 @@ _DENIAL = re.compile(
 )
 #: The fencing policy's messages start with this (its ``messageExpression``): "the shard moved on".
 FENCED_MARKER = "sundial.dev/fenced:"
+#: The chart's policy (and binding) name for the release ``sundial``; ``sundial run --fencing-policy`` sets it.
+DEFAULT_FENCING_POLICY = "sundial-fencing"
+#: The API server's 403 text for a denial by a ValidatingAdmissionPolicy: ``<resource> ["<name>"] is
+#: forbidden: ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request: <message>``.
+_VAP_DENIAL = (
+    r'^[a-z0-9.-]+(?: "[^"]*")? is forbidden: '
+    "ValidatingAdmissionPolicy '{policy}' with binding '{policy}' denied request: {marker} "
+)
+_fencing_policy = DEFAULT_FENCING_POLICY
 
 
 class KubeError(Exception):
@@ -176,9 +185,31 @@ def is_quota_exceeded(status: Status) -> bool:
     return status.code == 403 and "exceeded quota" in status.message
 
 
-def is_fenced(status: Status) -> bool:
-    """The fencing policy refused the write (403 Forbidden, its message marker)."""
-    return status.code == 403 and FENCED_MARKER in status.message
+def configure_fencing(policy: str) -> None:
+    """Recognise refusals of the fencing policy named ``policy`` (and its binding of the same name); an empty
+    name: no policy is installed, no 403 is a fencing refusal. Set once at start (``--fencing-policy``)."""
+    global _fencing_policy  # noqa: PLW0603 - one process-wide setting, read by classify()
+    _fencing_policy = policy
+
+
+def fencing_policy() -> str:
+    """The fencing policy's name whose refusals :func:`is_fenced` recognises ("" for none)."""
+    return _fencing_policy
+
+
+def _fenced_pattern(policy: str) -> re.Pattern[str]:
+    return re.compile(_VAP_DENIAL.format(policy=re.escape(policy), marker=re.escape(FENCED_MARKER)))
+
+
+def is_fenced(status: Status, *, policy: str | None = None) -> bool:
+    """The fencing policy refused the write: a 403 whose message is exactly the API server's denial by the
+    policy named ``policy`` (default: :func:`fencing_policy`) through its binding of the same name, with the
+    policy's marker first. Another admission controller's denial that merely quotes the marker (an image
+    ``sundial.dev/fenced:1``) is a plain :class:`ForbiddenError`."""
+    name = _fencing_policy if policy is None else policy
+    if status.code != 403 or not name:
+        return False
+    return _fenced_pattern(name).match(status.message) is not None
 
 
 def is_transient(status: Status) -> bool:

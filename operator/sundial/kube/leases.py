@@ -18,6 +18,12 @@ from typing import Any, Protocol
 from kubernetes_asyncio import client
 
 from sundial.kube import errors, requests, results
+from sundial.model import names
+
+#: The Lease UID no Lease has: a fencing token with it is stale for every Lease (the enforcement probe's).
+NO_UID = "00000000-0000-0000-0000-000000000000"
+#: Reason of the Warning Event on a shard Lease whose enforcement probe was admitted.
+NOT_ENFORCED_REASON = "FencingNotEnforced"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +36,8 @@ class LeaseRecord:
     renew_time: datetime | None
     transitions: int
     resource_version: str = ""
+    uid: str = ""
+    """``metadata.uid``: a recreated Lease has another one (the fencing token's last part)."""
 
 
 class LeaseApi(Protocol):
@@ -69,6 +77,7 @@ def record_from(body: dict[str, Any]) -> LeaseRecord:
         renew_time=_parse(spec.get("renewTime")),
         transitions=int(spec.get("leaseTransitions") or 0),
         resource_version=str((body.get("metadata") or {}).get("resourceVersion") or ""),
+        uid=str((body.get("metadata") or {}).get("uid") or ""),
     )
 
 
@@ -110,6 +119,7 @@ class KubeLeaseApi:
     ) -> None:
         self._client = api_client
         self._api: Any = client.CoordinationV1Api(api_client)
+        self._core: Any = client.CoreV1Api(api_client)
         self._req = requester
         self._labels = dict(labels or {})
 
@@ -193,3 +203,58 @@ class KubeLeaseApi:
                     name, namespace, body=options, _request_timeout=requests.REQUEST_TIMEOUT
                 ),
             )
+
+    async def probe_fencing(self, *, namespace: str, name: str, shard: int, transitions: int) -> bool:
+        """Is the fencing policy enforced for this replica? A dry-run (``dryRun=All``: nothing is stored) Event
+        create in the Lease namespace under a token the policy must refuse (this shard, the Lease's current
+        transitions, a UID no Lease has). True: refused by the configured policy (:func:`errors.is_fenced`);
+        False: admitted. Any other failure raises (a 403 of something else: :class:`errors.ForbiddenError`)."""
+        token = names.fencing_token(shard, transitions, NO_UID)
+        body = _event(namespace, name, "Normal", "FencingProbe", "a dry-run write the fencing policy must refuse")
+        body["metadata"]["annotations"] = {names.FENCING_TOKEN_ANNOTATION: token}
+        try:
+            await self._req.call(
+                verb="create",
+                resource="events",
+                ok=201,
+                request=lambda: self._core.create_namespaced_event(
+                    namespace, body, dry_run="All", _request_timeout=requests.REQUEST_TIMEOUT
+                ),
+            )
+        except errors.FencedError:
+            return True
+        return False
+
+    async def warn(self, *, namespace: str, name: str, reason: str, message: str) -> None:
+        """A Warning Event on the Lease ``name`` (best effort: failures are the caller's to log)."""
+        body = _event(namespace, name, "Warning", reason, message)
+        await self._req.call(
+            verb="create",
+            resource="events",
+            ok=201,
+            request=lambda: self._core.create_namespaced_event(
+                namespace, body, _request_timeout=requests.REQUEST_TIMEOUT
+            ),
+        )
+
+
+def _event(namespace: str, lease: str, type_: str, reason: str, message: str) -> dict[str, Any]:
+    now = _micro(datetime.now(UTC))
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{lease}.", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "name": lease,
+            "namespace": namespace,
+        },
+        "type": type_,
+        "reason": reason,
+        "message": message,
+        "source": {"component": "sundial"},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }

@@ -13,6 +13,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from sundial import model
 from sundial.kube import codec, errors, requests, results
+from sundial.kube.ownership import controller_uid, same_attempt
 from sundial.model import names
 
 _SJ = (model.resource.GROUP, model.resource.VERSION)
@@ -22,15 +23,6 @@ MAX_EVENT_MESSAGE = 1024
 
 def _timestamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def controller_uid(body: Mapping[str, Any]) -> str | None:
-    """UID of the object's controller ownerReference, if any."""
-    for ref in (body.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            uid = ref.get("uid")
-            return str(uid) if uid else None
-    return None
 
 
 def _paging(limit: int, token: str | None, *, any_version: bool) -> dict[str, Any]:
@@ -180,8 +172,13 @@ class ObjectsApi:
             return results.Gone()
         return results.Written(body=written)
 
-    async def delete_scheduled_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
-        options = {"preconditions": {"uid": uid}, "propagationPolicy": "Background"}
+    async def delete_scheduled_job(
+        self, *, namespace: str, name: str, uid: str, resource_version: str = ""
+    ) -> results.DeleteResult:
+        """Delete (``ttlSecondsAfterFinished``) only the object the decision was made on: its UID and, when
+        given, the ``resourceVersion`` the pass last wrote or read (a 409 if the user changed it meanwhile)."""
+        preconditions = {"uid": uid} | ({"resourceVersion": resource_version} if resource_version else {})
+        options = {"preconditions": preconditions, "propagationPolicy": "Background"}
         try:
             await self._req.call(
                 verb="delete",
@@ -233,7 +230,9 @@ class ObjectsApi:
         return body
 
     async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
-        """Create a Job. AlreadyExists: adopt it if ``owner_uid`` controls it, else report it unexpected."""
+        """Create a Job. AlreadyExists: adopt it if ``owner_uid`` controls it *and* it is this run's attempt (the
+        idempotency key, scheduled time and attempt annotations of ``manifest``), else report it unexpected: a
+        controller ownerReference is easy to copy (UIDs are readable), so the UID alone adopts nothing."""
         try:
             body = await self._req.call(
                 verb="create",
@@ -253,18 +252,35 @@ class ObjectsApi:
             if existing is None:  # deleted in between: a retry of the pass will create it again
                 raise errors.TransientError(code=409, reason="AlreadyExists", message="vanished on read") from None
             owner = controller_uid(existing)
-            if owner == owner_uid:
+            if owner == owner_uid and same_attempt(existing, manifest):
                 return results.Adopted(body=existing)
             return results.Unexpected(owner_uid=owner)
         return results.Created(body=body)
 
-    async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
+    async def delete_job(self, *, namespace: str, name: str, uid: str, shard: str = "") -> results.DeleteResult:
         """Delete with a UID precondition (never a same-named successor or a squatter), pods in the background.
 
         Only observed Jobs are deleted: an empty ``uid`` is refused (``ValueError``), there is no delete by
-        name alone."""
+        name alone. ``shard``: first set the Job's ``sundial.dev/shard`` label to it (the owning ScheduledJob's
+        current shard), by a merge patch that names the UID too, so the fencing policy checks the delete
+        against the right shard Lease whatever a tenant wrote there or a ``--shards`` change left behind."""
         if not uid:
             raise ValueError(f"deleting Job {namespace}/{name} needs its UID (a delete precondition)")
+        if shard:
+            patch = {"metadata": {"uid": uid, "labels": {names.SHARD_LABEL: shard}}}
+            try:
+                await self._req.call(
+                    verb="patch",
+                    resource="jobs",
+                    request=lambda: self._batch.patch_namespaced_job(
+                        name, namespace, patch, _content_type="application/merge-patch+json",
+                        _request_timeout=requests.REQUEST_TIMEOUT,
+                    ),
+                )  # fmt: skip
+            except errors.NotFoundError:
+                return results.Done(existed=False)
+            except (errors.ConflictError, errors.InvalidError):
+                return results.Conflict()  # another Job at that name now (the UID differs)
         options: dict[str, Any] = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
         try:
             await self._req.call(

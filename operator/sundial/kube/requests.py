@@ -47,6 +47,10 @@ class NullObserver:
         return None
 
 
+#: The ``code`` label of a request the fencing policy refused (a 403 that is no RBAC refusal).
+FENCED_CODE = "fenced"
+
+
 class Requester:
     """Rate-limits, times and classifies API requests."""
 
@@ -73,6 +77,8 @@ class Requester:
         except Exception as error:
             classified = errors.classify(error)
             code = str(classified.code) if classified is not None and classified.code else "error"
+            if isinstance(classified, errors.FencedError):
+                code = FENCED_CODE  # the fencing policy's refusal is not an RBAC one (also the enforcement probe's)
             self._observer.observe(verb=verb, resource=resource, code=code, seconds=self._clock() - started)
             if classified is None:
                 raise

@@ -22,8 +22,10 @@ PREFIX: Final = f"{GROUP}/"
 
 # Labels on Jobs and their pod templates.
 SCHEDULED_JOB_LABEL: Final = "sundial.dev/scheduledjob"
-"""The owning ScheduledJob's name; a name over 63 characters becomes at most its first 57 characters (lowercased,
-other characters than ``[a-z0-9-]`` as ``-``), ``-`` and 5 hex digits of its SHA-256."""
+"""The owning ScheduledJob's name; a name over 63 characters becomes at most its first 46 characters (lowercased,
+other characters than ``[a-z0-9-]`` as ``-``), ``-`` and 16 hex digits (64 bits) of its SHA-256. Earlier builds
+used 5 hex digits (20 bits: two long names sharing one Job group were easy to find); Jobs labelled so are still
+found (:func:`scheduled_job_label_values`)."""
 
 SHARD_LABEL: Final = "sundial.dev/shard"
 """On Jobs (not their pods): the shard of the replica that created the Job, the first part of its fencing token.
@@ -39,8 +41,10 @@ ATTEMPT_ANNOTATION: Final = "sundial.dev/attempt"
 IDEMPOTENCY_KEY_ANNOTATION: Final = "sundial.dev/idempotency-key"
 """Stable per run across attempts and replicas."""
 FENCING_TOKEN_ANNOTATION: Final = "sundial.dev/fencing-token"
-"""``<shard>-<lease transitions>`` of the replica that created the Job (also on every Event the operator writes;
-in a ScheduledJob's status it is ``status.fencingToken``)."""
+"""``<shard>-<lease transitions>-<lease uid>`` of the replica that created the Job (also on every Event the
+operator writes; in a ScheduledJob's status it is ``status.fencingToken``). The Lease's UID makes a recreated
+Lease (``leaseTransitions`` back at 0) refuse every token of the old one; earlier builds wrote
+``<shard>-<lease transitions>`` (docs/fencing.md, "Upgrading")."""
 
 # Token annotations on the ScheduledJob (DESIGN §5, the Flux ``requestedAt`` pattern).
 TRIGGER_ANNOTATION: Final = "sundial.dev/trigger"
@@ -93,7 +97,12 @@ FENCING_TOKEN_ENV: Final = "SUNDIAL_FENCING_TOKEN"
 MAX_LABEL_LENGTH: Final = 63
 """Longest DNS-1123 label, and longest label value."""
 HASH_LENGTH: Final = 5
-"""Hex digits of SHA-256 appended to a shortened label value (the ``sundial.dev/scheduledjob`` label)."""
+"""Hex digits of SHA-256 appended to a shortened prefix by default (and, in earlier builds, to the
+``sundial.dev/scheduledjob`` label value: :data:`LEGACY_LABEL_HASH_LENGTH`)."""
+LABEL_HASH_LENGTH: Final = 16
+"""Hex digits of SHA-256 (64 bits) in a shortened ``sundial.dev/scheduledjob`` label value."""
+LEGACY_LABEL_HASH_LENGTH: Final = 5
+"""What earlier builds used for it: their Jobs keep that value, and are still found by it."""
 JOB_NAME_HASH_LENGTH: Final = 16
 """Hex digits of SHA-256 (64 bits) appended to a shortened ScheduledJob name in a Job name: finding another
 name whose Job name collides (to squat a run's Job) takes about 2^64 hashes (with 5 digits, 20 bits, one was
@@ -102,8 +111,13 @@ found in 0.44 s)."""
 _INVALID = re.compile(r"[^a-z0-9-]+")
 
 
+def fencing_token(shard: int, transitions: int, lease_uid: str) -> str:
+    """``<shard>-<transitions>-<lease uid>`` (``<shard>-<transitions>`` while the Lease's UID is unknown)."""
+    return f"{shard}-{transitions}-{lease_uid}" if lease_uid else f"{shard}-{transitions}"
+
+
 def token_shard(fencing_token: str) -> str:
-    """The shard part of a ``<shard>-<transitions>`` fencing token (the value of :data:`SHARD_LABEL`)."""
+    """The shard part of a fencing token (the value of :data:`SHARD_LABEL`)."""
     return fencing_token.split("-", 1)[0]
 
 
@@ -135,9 +149,23 @@ def scheduled_job_label_value(name: str) -> str:
     that is also a DNS label); otherwise :func:`dns_label_prefix` of it. Whoever selects a ScheduledJob's
     Jobs by name (the kubectl plugin) must use this same function, through :func:`job_selector`.
     """
-    return dns_label_prefix(name, room=MAX_LABEL_LENGTH) if len(name) > MAX_LABEL_LENGTH else name
+    if len(name) <= MAX_LABEL_LENGTH:
+        return name
+    return dns_label_prefix(name, room=MAX_LABEL_LENGTH, hash_length=LABEL_HASH_LENGTH)
+
+
+def scheduled_job_label_values(name: str) -> tuple[str, ...]:
+    """Every value a Job of the ScheduledJob ``name`` may carry in :data:`SCHEDULED_JOB_LABEL`: the current one
+    first, then (for a long name) the 20-bit value of earlier builds, whose Jobs are still found by it."""
+    current = scheduled_job_label_value(name)
+    if len(name) <= MAX_LABEL_LENGTH:
+        return (current,)
+    return (current, dns_label_prefix(name, room=MAX_LABEL_LENGTH, hash_length=LEGACY_LABEL_HASH_LENGTH))
 
 
 def job_selector(name: str) -> str:
     """The label selector of the Jobs of the ScheduledJob named ``name`` (``kubectl get jobs -l ...``)."""
-    return f"{SCHEDULED_JOB_LABEL}={scheduled_job_label_value(name)}"
+    values = scheduled_job_label_values(name)
+    if len(values) == 1:
+        return f"{SCHEDULED_JOB_LABEL}={values[0]}"
+    return f"{SCHEDULED_JOB_LABEL} in ({','.join(values)})"

@@ -52,3 +52,6 @@ class ObservedJob:
     failure_reason: str = ""
     """The Failed condition's reason (BackoffLimitExceeded, DeadlineExceeded, ...) or a :class:`FailureReason`."""
     failure_message: str = ""
+    shard: str = ""
+    """Its ``sundial.dev/shard`` label as observed (tenant-writable; relabelled to the current shard before a
+    delete, docs/fencing.md)."""

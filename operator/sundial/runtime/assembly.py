@@ -20,14 +20,15 @@ from typing import Any
 
 from aiohttp import web
 
-from sundial.kube import connections, leases, objects, ratelimits, requests
+from sundial.kube import connections, errors, leases, objects, ratelimits, requests
 from sundial.model import names
 from sundial.runtime.acting import sender
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder
 from sundial.runtime.coordination import leasethread
 from sundial.runtime.coordination.electors import LeaseElector
-from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
+from sundial.runtime.coordination.inflight import InFlight
+from sundial.runtime.coordination.leadership import Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
 from sundial.runtime.serving import access, admission, certrotators, metricstls, probes, probethread
 from sundial.runtime.serving.metrics import Metrics
@@ -84,6 +85,15 @@ class Parts:
     :func:`sundial.runtime.process.run`."""
 
 
+def _rotator(
+    certificate: certrotators.ManagedCertificate | None, client: Any, requester: requests.Requester
+) -> certrotators.Rotator | None:
+    """The webhook certificate's rotator, when the operator manages that certificate (``--webhook-cert-secret``)."""
+    if certificate is None:
+        return None
+    return certrotators.rotator(certificate, api_client=client, requester=requester, clock=utcnow)
+
+
 async def build(
     settings: Settings,
     *,
@@ -91,6 +101,7 @@ async def build(
     certificate: certrotators.ManagedCertificate | None = None,
 ) -> Parts:
     """Make every part of the operator; nothing is started and nothing is sent to the API server."""
+    errors.configure_fencing(settings.leases.fencing_policy)
     configuration = await connections.load_configuration(settings.api.kubeconfig)
     client = connections.api_client(configuration)
     metrics = Metrics()
@@ -133,11 +144,7 @@ async def build(
         on_login=logged_in.set,
     )
     kopf_settings = informers.operator_settings()
-    rotator = (
-        certrotators.rotator(certificate, api_client=client, requester=requester, clock=utcnow)
-        if certificate is not None
-        else None
-    )
+    rotator = _rotator(certificate, client, requester)
     # The validating webhook, if --webhook-port; with CERTIFICATE it serves the operator-managed one.
     admission.configure(kopf_settings, registry, settings.webhook, tls=rotator.tls if rotator else None)
     stopping = asyncio.Event()
@@ -204,6 +211,8 @@ def _leadership(
         drain=leasethread.on_loop(main_loop, in_flight.drained),
         drain_timeout=settings.leases.renew_deadline,
         metrics=metrics,
+        fencing=lease_api,
+        fencing_policy=settings.leases.fencing_policy,
     )
     queued = leasethread.to_loop(main_loop, lambda shard, held: lease_changes.put_nowait((shard, held)))
     return Leadership(electors, on_change=queued, sharding=sharding)

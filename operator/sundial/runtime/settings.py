@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 
+from sundial.kube.errors import DEFAULT_FENCING_POLICY
+
 #: The Event TTL of the API server (seconds): a series interval beyond it would only ever create new Events.
 EVENT_TTL = 3600.0
 MAX_PORT = 65535
@@ -65,6 +67,10 @@ class LeaseSettings:
 
     shards: int = 1
     """Number of shards (Leases); an object belongs to shard ``hash(uid) mod shards``."""
+
+    fencing_policy: str = DEFAULT_FENCING_POLICY
+    """Name of the server-side fencing ValidatingAdmissionPolicy (and its binding): only its denials are
+    "the shard moved on", and each acquire proves it is enforced (docs/fencing.md). Empty: none installed."""
 
     def __post_init__(self) -> None:
         if not 0 < self.retry_period < self.renew_deadline < self.duration:

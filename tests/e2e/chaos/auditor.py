@@ -42,7 +42,8 @@ ANNOTATIONS = (
     names.FENCING_TOKEN_ANNOTATION,
     names.TRIGGER_ANNOTATION,
 )
-FENCING = re.compile(r"^\d+-\d+$")
+#: ``<shard>-<transitions>-<lease uid>`` (``<shard>-<transitions>`` from builds before the Lease UID).
+FENCING = re.compile(r"^\d+-\d+(-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})?$")
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,11 @@ class SeenJob:
     @property
     def fencing_token(self) -> str:
         return self.annotations.get(ANNOTATIONS[3], "")
+
+    @property
+    def token_term(self) -> str:
+        """``<shard>-<transitions>`` of the fencing token (the Lease term, without its UID)."""
+        return "-".join(self.fencing_token.split("-")[:2])
 
     @property
     def trigger(self) -> str:
@@ -331,7 +337,7 @@ def audit(
             problems.append(f"Job {job.name}: not controlled by a known ScheduledJob ({job.owner_refs})")
             continue
         jobs_of[owner].append(job)
-        stopped_at = stale_tokens.get(job.fencing_token)
+        stopped_at = stale_tokens.get(job.token_term)
         if stopped_at is not None and job.created is not None and job.created.timestamp() >= stopped_at + 1.0:
             problems.append(f"zombie write: Job {job.name} with stale token {job.fencing_token} created {job.created}")
 

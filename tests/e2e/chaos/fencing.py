@@ -106,6 +106,11 @@ class ServerFencing:
         return self
 
     @property
+    def policy_name(self) -> str:
+        """The policy's (and its binding's) name: what ``sundial run --fencing-policy`` must be given."""
+        return next(str(doc["metadata"]["name"]) for doc in self.policy if doc["kind"] == "ValidatingAdmissionPolicy")
+
+    @property
     def user(self) -> str:
         return f"system:serviceaccount:{self.namespace}:{SERVICE_ACCOUNT}"
 

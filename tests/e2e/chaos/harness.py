@@ -81,7 +81,10 @@ class Harness:
                     lease_prefix=self.lease_prefix,
                     env=dict((env or {}).get(identity, {})),
                     lease_args=tuple(lease_args),
-                    extra_args=tuple(extra_args),
+                    extra_args=(
+                        *extra_args,
+                        *(("--fencing-policy", fencing.policy_name) if fencing is not None else ()),
+                    ),
                 )
             )
         lease = f"{self.lease_prefix}-shard-0"

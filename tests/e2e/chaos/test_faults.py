@@ -81,7 +81,7 @@ def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harne
     for run in orphans:
         jobs = [j for j in h.watch.snapshot() if j.name == run["job"]]
         assert len(jobs) == 1, jobs
-        assert jobs[0].fencing_token != "0-0", "created by a later holder (the Lease changed hands)"
+        assert jobs[0].token_term != "0-0", "created by a later holder (the Lease changed hands)"
     _finish(h, "crash-after-claim")
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from sundial.kube import errors
 from sundial.model import names
 
 from .fencing import ServerFencing, helm
@@ -120,20 +121,29 @@ def test_the_api_server_refuses_stale_tokens_and_deletes_by_a_non_holder(
     cluster.apply(_lease(f"{PREFIX}-shard-0", "0", "replica-b", 5), ns)
     cluster.apply(_lease(f"{PREFIX}-shard-1", "1", "replica-a", 2), ns)
     cluster.apply(_lease("other-release-shard-0", "0", "someone", 99), ns)  # not ours: never consulted
+    u0, u1 = (cluster.get_json("lease", f"{PREFIX}-shard-{i}", "-n", ns)["metadata"]["uid"] for i in (0, 1))
+
+    def t0(transitions: int) -> str:
+        return names.fencing_token(0, transitions, u0)
+
+    def t1(transitions: int) -> str:
+        return names.fencing_token(1, transitions, old_u1)
+
+    old_u1 = u1
 
     def admitted(result: subprocess.CompletedProcess[str]) -> bool:
         return result.returncode == 0 or FENCED not in result.stderr  # the policy may still be loading
 
-    cluster.wait_for(lambda: _refused(a.create(_job("probe", "0-1"))), timeout=30, message="the policy in force")
+    cluster.wait_for(lambda: _refused(a.create(_job("probe", t0(1)))), timeout=30, message="the policy in force")
 
     # Job creates: the token's transitions against the shard Lease's.
-    assert _refused(a.create(_job("stale", "0-4")))
-    assert _refused(b.create(_job("stale-1", "1-1")))
-    assert _passed(b.create(_job("current", "0-5")))
-    assert _passed(a.create(_job("newer", "0-6")))
-    assert _passed(a.create(_job("current-1", "1-2")))
+    assert _refused(a.create(_job("stale", t0(4))))
+    assert _refused(b.create(_job("stale-1", t1(1))))
+    assert _passed(b.create(_job("current", t0(5))))
+    assert _passed(a.create(_job("newer", t0(6))))
+    assert _passed(a.create(_job("current-1", t1(2))))
     assert _passed(a.create(_job("untokened", None)))
-    assert _passed(cluster.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(_job("admin", "0-1")), check=False))
+    assert _passed(cluster.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(_job("admin", t0(1))), check=False))
 
     # ScheduledJob status updates: status.fencingToken.
     cluster.apply(
@@ -150,18 +160,18 @@ def test_the_api_server_refuses_stale_tokens_and_deletes_by_a_non_holder(
         patch = json.dumps({"status": {"fencingToken": token}})
         return a.run("patch", "scheduledjob", "nightly", "--subresource=status", "--type=merge", "-p", patch)
 
-    assert _refused(status("0-4"))
-    assert _passed(status("0-5"))
+    assert _refused(status(t0(4)))
+    assert _passed(status(t0(5)))
     stored = cluster.get_json("scheduledjob", "nightly", "-n", ns)
-    assert stored["status"]["fencingToken"] == "0-5"
+    assert stored["status"]["fencingToken"] == t0(5)
 
     # Events: the create, and every patch (which must carry the patcher's token).
-    assert _refused(a.create(_event("stale-event", "0-4", ns)))
-    assert _passed(a.create(_event("series", "0-5", ns)))
+    assert _refused(a.create(_event("stale-event", t0(4), ns)))
+    assert _passed(a.create(_event("series", t0(5), ns)))
     cluster.kubectl("patch", "lease", f"{PREFIX}-shard-0", "-n", ns, "--type=merge",
                     "-p", '{"spec": {"leaseTransitions": 6}}')  # fmt: skip
     assert _refused(a.run("patch", "event", "series", "--type=merge", "-p", '{"count": 2}'))
-    token = json.dumps({"count": 2, "metadata": {"annotations": {names.FENCING_TOKEN_ANNOTATION: "0-6"}}})
+    token = json.dumps({"count": 2, "metadata": {"annotations": {names.FENCING_TOKEN_ANNOTATION: t0(6)}}})
     assert _passed(a.run("patch", "event", "series", "--type=merge", "-p", token))
 
     # Job deletes: only the holder of the Job's shard Lease (replica-b holds shard 0, replica-a shard 1).
@@ -171,6 +181,63 @@ def test_the_api_server_refuses_stale_tokens_and_deletes_by_a_non_holder(
     assert _passed(a.run("delete", "job", "current-1", "--wait=false"))
     assert admitted(a.run("delete", "job", "untokened", "--wait=false"))
 
+    # Exactly the policy's own denial (what sundial.kube.errors.is_fenced matches, --fencing-policy).
+    refused = a.create(_job("stale-again", t0(4)))
+    message = refused.stderr.split('error when creating "STDIN": ', 1)[-1].strip()
+    assert errors.is_fenced(errors.Status(code=403, reason="Forbidden", message=message), policy=fencing.policy_name)
+    assert not errors.is_fenced(errors.Status(code=403, reason="Forbidden", message=message), policy="other-fencing")
+
+    # Tokens without the Lease UID (the old form) are refused unless fencing.policy.acceptLegacyTokens.
+    assert _refused(a.create(_job("legacy", "0-6")))
+
+    # A relabelled Job (a tenant rewrote sundial.dev/shard to shard 1, held by replica-a): the holder of its
+    # owner's shard (replica-b, shard 0) is refused, then sets the label back by a merge patch naming the
+    # Job's UID, as the operator does before every delete, and its delete passes.
+    assert _passed(b.create(_job("relabelled", t0(6))))
+    cluster.kubectl("label", "job", "relabelled", "-n", ns, "--overwrite", f"{names.SHARD_LABEL}=1")
+    assert _refused(b.run("delete", "job", "relabelled", "--wait=false"))
+    uid = cluster.get_json("job", "relabelled", "-n", ns)["metadata"]["uid"]
+    wrong = json.dumps(
+        {"metadata": {"uid": "00000000-0000-0000-0000-000000000000", "labels": {names.SHARD_LABEL: "0"}}}
+    )
+    assert b.run("patch", "job", "relabelled", "--type=merge", "-p", wrong).returncode != 0  # the UID is checked
+    relabel = json.dumps({"metadata": {"uid": uid, "labels": {names.SHARD_LABEL: "0"}}})
+    assert _passed(b.run("patch", "job", "relabelled", "--type=merge", "-p", relabel))
+    assert _passed(b.run("delete", "job", "relabelled", "--wait=false"))
+
+    # A deleted and recreated Lease (leaseTransitions back to 0) refuses every token of the old one.
+    cluster.kubectl("delete", "lease", f"{PREFIX}-shard-1", "-n", ns)
+    cluster.apply(_lease(f"{PREFIX}-shard-1", "1", "replica-a", 0), ns)
+    u1 = cluster.get_json("lease", f"{PREFIX}-shard-1", "-n", ns)["metadata"]["uid"]
+    cluster.wait_for(lambda: _refused(a.create(_job("old-lease", t1(3)))), timeout=30,
+                     message="the recreated Lease in force")  # fmt: skip
+    assert _refused(a.create(_job("old-lease-2", t1(2))))  # the old Lease's UID (t1 still names it)
+    assert _passed(a.create(_job("new-lease", names.fencing_token(1, 0, u1))))
+
     # Without a labelled Lease (a fresh install, Leases not yet relabelled by an upgraded replica): allowed.
     cluster.kubectl("label", "lease", "-n", ns, "--all", f"{names.SHARD_LEASE_LABEL}-")
-    cluster.wait_for(lambda: a.create(_job("unfenced", "0-1")).returncode == 0, timeout=30, message="no params")
+    cluster.wait_for(lambda: a.create(_job("unfenced", t0(1))).returncode == 0, timeout=30, message="no params")
+
+
+def test_an_operator_outside_the_policys_reach_reports_fencing_not_enforced(
+    cluster: Any, namespace: str, start_operator: Any
+) -> None:
+    """As after a kustomize overlay whose namespace the policy's matchCondition and paramRef do not name: the
+    operator's dry-run probe at acquire is admitted, so it reports ``sundial_fencing_enforced{shard="0"} 0``,
+    logs it and writes a FencingNotEnforced Warning Event on the Lease."""
+    operator = start_operator("--fencing-policy", "sundial-fencing", namespaces=[namespace])
+    [lease] = operator.lease_names
+
+    def gauge() -> str:
+        return next((line for line in operator.metrics().splitlines()
+                     if line.startswith('sundial_fencing_enforced{shard="0"}')), "")  # fmt: skip
+
+    cluster.wait_for(lambda: gauge().endswith(" 0.0"), timeout=60, message="sundial_fencing_enforced 0")
+
+    def warned() -> bool:
+        selector = f"--field-selector=involvedObject.name={lease},reason=FencingNotEnforced"
+        listing = cluster.get_json("events", "-n", operator.lease_namespace, selector)
+        return any(item.get("type") == "Warning" for item in (listing or {}).get("items") or [])
+
+    cluster.wait_for(warned, timeout=30, message="a FencingNotEnforced Warning Event on the Lease")
+    assert "NOT enforced" in operator.log.read_text()

@@ -102,15 +102,21 @@ class FakeKubectl:
         raise AssertionError(f"unexpected kubectl {args}")
 
     def _get(self, args: tuple[str, ...]) -> Any:
-        selector = args[args.index("-l") + 1].partition("=")[2] if "-l" in args else None
-        words = [a for a in args if not a.startswith("-") and a != "json" and "=" not in a]
+        raw = args[args.index("-l") + 1] if "-l" in args else None
+        selected = set(raw.partition(" in (")[2].rstrip(")").split(",")) if raw and " in (" in raw else None
+        selector = raw.partition("=")[2] if raw and selected is None else None
+        words = [a for a in args if not a.startswith("-") and a != "json" and "=" not in a and a != raw]
         resource, names = words[0], words[1:]
         if resource == "jobs":
             if names:
                 return next(j for j in self.jobs if j["metadata"]["name"] == names[0])
             return {
                 "kind": "List",
-                "items": [j for j in self.jobs if j["metadata"]["labels"][plugin_label()] == selector],
+                "items": [
+                    j
+                    for j in self.jobs
+                    if j["metadata"]["labels"][plugin_label()] in (selected if selected is not None else {selector})
+                ],
             }
         if resource == runner.RESOURCE:
             if len(names) == 1:

@@ -270,7 +270,8 @@ def test_the_job_lookup_uses_the_operators_label_value_for_long_names(
     code, out, _ = run(fake, "create", "job", "r", f"--from=scheduledjob/{long_name}", "--timeout", "1", "-o", "name")
     assert code == 0, out
     selector = next(call for call in fake.calls if "-l" in call)
-    assert f"{names.SCHEDULED_JOB_LABEL}={names.scheduled_job_label_value(long_name)}" in selector
+    assert names.job_selector(long_name) in selector
+    assert names.scheduled_job_label_value(long_name) in names.job_selector(long_name)
 
 
 def test_redrive_reports_how_many_dead_letters_it_asked_for(run: Run, cluster: Any) -> None:

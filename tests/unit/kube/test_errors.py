@@ -168,3 +168,44 @@ def test_the_fencing_policys_own_denial_is_kept() -> None:
         "'sundial-fencing' denied request: sundial.dev/fenced: fencing token 0-4 is older than Lease x"
     )
     assert errors.redact(message) == message
+
+
+#: Denials as kube-apiserver words them (admission/plugin/policy/validating: "ValidatingAdmissionPolicy '%s'
+#: with binding '%s' denied request: %s"), inside the registry's "<resource> "<name>" is forbidden: ...".
+OURS = (
+    "events \"sj.1\" is forbidden: ValidatingAdmissionPolicy 'prod-sundial-fencing' with binding "
+    "'prod-sundial-fencing' denied request: sundial.dev/fenced: fencing token 0-4-u is older than Lease x"
+)
+LOOKALIKES = [
+    # another admission webhook quoting an image named like the marker
+    'admission webhook "images.example.com" denied the request: image sundial.dev/fenced:1 is not allowed',
+    # another ValidatingAdmissionPolicy whose message quotes a field with the marker in it
+    "jobs.batch \"j\" is forbidden: ValidatingAdmissionPolicy 'image-allowlist' with binding 'image-allowlist' "
+    "denied request: sundial.dev/fenced: is not an allowed image",
+    # our marker quoted after another policy's prefix
+    "jobs.batch \"j\" is forbidden: ValidatingAdmissionPolicy 'other' with binding 'other' denied request: "
+    "image must not be ValidatingAdmissionPolicy 'prod-sundial-fencing' with binding 'prod-sundial-fencing' "
+    "denied request: sundial.dev/fenced: x",
+    # our policy, another binding (someone else's binding of it would say what it likes)
+    "jobs.batch \"j\" is forbidden: ValidatingAdmissionPolicy 'prod-sundial-fencing' with binding 'evil' "
+    "denied request: sundial.dev/fenced: x",
+    # our policy's name, but not its marker first
+    "jobs.batch \"j\" is forbidden: ValidatingAdmissionPolicy 'prod-sundial-fencing' with binding "
+    "'prod-sundial-fencing' denied request: something else sundial.dev/fenced: x",
+]
+
+
+def test_only_the_configured_policys_own_denial_is_a_fencing_refusal() -> None:
+    try:
+        errors.configure_fencing("prod-sundial-fencing")
+        assert isinstance(errors.classify(_api_error(403, "Forbidden", OURS)), errors.FencedError)
+        assert isinstance(errors.classify(_api_error(403, "Forbidden", OURS.replace('events "sj.1"', "jobs.batch"))),
+                          errors.FencedError)  # fmt: skip
+        for text in LOOKALIKES:
+            classified = errors.classify(_api_error(403, "Forbidden", text))
+            assert type(classified) is errors.ForbiddenError, text
+        assert not errors.is_fenced(errors.Status(code=400, reason="BadRequest", message=OURS))
+        errors.configure_fencing("")  # no policy installed: no 403 is a fencing refusal
+        assert type(errors.classify(_api_error(403, "Forbidden", OURS))) is errors.ForbiddenError
+    finally:
+        errors.configure_fencing(errors.DEFAULT_FENCING_POLICY)

@@ -18,6 +18,10 @@ class _Batch:
     async def delete_namespaced_job(self, name: str, namespace: str, *, body: dict[str, Any], **_: Any) -> None:
         self.calls.append((namespace, name, body))
 
+    async def patch_namespaced_job(self, name: str, namespace: str, body: dict[str, Any], **options: Any) -> None:
+        assert options["_content_type"] == "application/merge-patch+json"
+        self.calls.append((namespace, name, {"patch": body}))
+
 
 def _api() -> tuple[objects.ObjectsApi, _Batch]:
     requester = requests.Requester(bucket=ratelimits.TokenBucket(rate=1000.0, burst=1000))
@@ -40,6 +44,15 @@ async def test_a_job_is_never_deleted_by_name_alone() -> None:
     assert batch.calls == []
     assert isinstance(await api.delete_job(namespace="ns", name="job", uid="u1"), results.Done)
     assert batch.calls == [("ns", "job", {"propagationPolicy": "Background", "preconditions": {"uid": "u1"}})]
+
+
+async def test_a_delete_with_a_shard_relabels_the_job_by_uid_first() -> None:
+    api, batch = _api()
+    assert isinstance(await api.delete_job(namespace="ns", name="job", uid="u-1", shard="3"), results.Done)
+    assert batch.calls == [
+        ("ns", "job", {"patch": {"metadata": {"uid": "u-1", "labels": {"sundial.dev/shard": "3"}}}}),
+        ("ns", "job", {"propagationPolicy": "Background", "preconditions": {"uid": "u-1"}}),
+    ]
 
 
 class _Response:
@@ -215,3 +228,29 @@ async def test_write_status_conflict_and_gone_are_typed() -> None:
     )
     api._custom = _Custom(_Response(404, b'{"reason": "NotFound"}', "Not Found"))
     assert isinstance(await api.write_status(namespace="ns", name="sj", resource_version="7", status={}), results.Gone)
+
+
+async def test_an_existing_job_is_adopted_only_when_it_is_this_runs_attempt() -> None:
+    """A controller ownerReference is easy to copy (UIDs are readable): a Job at the attempt's name that names
+    the ScheduledJob as its controller is adopted only when it also carries this run's idempotency key,
+    scheduled time and attempt; otherwise it is reported as unexpected (and never adopted as the run)."""
+    annotations = {"sundial.dev/idempotency-key": "k-1", "sundial.dev/scheduled-time": "2026-03-01T02:30:00Z",
+                   "sundial.dev/attempt": "1", "sundial.dev/trigger": "schedule"}  # fmt: skip
+    manifest = {"metadata": {"name": "j", "annotations": annotations}}
+    owner = [{"kind": "ScheduledJob", "uid": "sj", "controller": True}]
+
+    async def outcome(found: dict[str, str]) -> results.CreateResult:
+        api, _ = _api()
+        api._batch = _Creator(_Response(409, b'{"kind": "Status", "code": 409, "reason": "AlreadyExists"}'))
+        existing = {"metadata": {"name": "j", "ownerReferences": owner, "annotations": found}}
+
+        async def get_job(**_: Any) -> dict[str, Any]:
+            return existing
+
+        api.get_job = get_job  # type: ignore[method-assign]
+        return await api.create_job(namespace="ns", manifest=manifest, owner_uid="sj")
+
+    assert isinstance(await outcome(annotations), results.Adopted)
+    assert isinstance(await outcome(annotations | {"sundial.dev/trigger": "manual"}), results.Adopted)
+    assert await outcome(annotations | {"sundial.dev/idempotency-key": "forged"}) == results.Unexpected(owner_uid="sj")
+    assert await outcome({}) == results.Unexpected(owner_uid="sj")

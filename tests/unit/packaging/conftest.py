@@ -19,7 +19,7 @@ OPERATOR_RULES: dict[tuple[str, str], frozenset[str]] = {
     ("sundial.dev", "scheduledjobs"): frozenset({"get", "list", "watch", "delete"}),
     ("sundial.dev", "scheduledjobs/status"): frozenset({"get", "update", "patch"}),
     ("sundial.dev", "schedulecalendars"): frozenset({"get", "list", "watch"}),
-    ("batch", "jobs"): frozenset({"get", "list", "watch", "create", "delete"}),
+    ("batch", "jobs"): frozenset({"get", "list", "watch", "create", "patch", "delete"}),
     ("", "events"): frozenset({"create", "patch"}),
     ("events.k8s.io", "events"): frozenset({"create", "patch"}),
 }
@@ -82,12 +82,14 @@ def is_one_named_secret(role: Manifest, rule: dict[str, Any]) -> bool:
 
 def assert_lease_role(role: Manifest, *, namespace: str) -> None:
     """Leases in the operator's namespace only: shard Leases and per-replica member Leases (whose names derive
-    from pod names, so no resourceNames), listed for member discovery, stale members deleted. No watch."""
+    from pod names, so no resourceNames), listed for member discovery, stale members deleted. No watch. Events
+    created there: the fencing probe (a dry run) and the FencingNotEnforced Warning on a shard Lease."""
     assert role["metadata"]["namespace"] == namespace
-    (rule,) = role["rules"]
+    rule, events = role["rules"]
     assert rule["apiGroups"] == ["coordination.k8s.io"]
     assert rule["resources"] == ["leases"]
     assert sorted(rule["verbs"]) == ["create", "delete", "get", "list", "update"]
+    assert events == {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
 
 
 def assert_restricted_pod(deployment: Manifest) -> None:

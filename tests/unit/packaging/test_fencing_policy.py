@@ -82,3 +82,24 @@ def test_config_default_installs_the_same_policy_as_the_chart() -> None:
     rendered = _render("serviceAccount.name=sundial-operator")
     assert len(kustomized) == 2
     assert _without_labels(kustomized) == _without_labels(rendered)
+
+
+def test_tokens_must_name_the_lease_uid_unless_legacy_tokens_are_accepted() -> None:
+    def token_lease(*sets: str) -> str:
+        policy = next(doc for doc in _render(*sets) if doc["kind"] == "ValidatingAdmissionPolicy")
+        return str(next(v for v in policy["spec"]["variables"] if v["name"] == "tokenLease")["expression"])
+
+    strict = token_lease()
+    assert "params.metadata.uid" in strict  # a recreated Lease (another UID) refuses every old token
+    assert strict.startswith("size(variables.tokenParts) == 2 ? false")  # the old <shard>-<transitions> form
+    assert token_lease("fencing.policy.acceptLegacyTokens=true").startswith("size(variables.tokenParts) == 2 ? true")
+
+
+def test_the_chart_tells_the_operator_its_policys_name() -> None:
+    args = [_helm(), "template", "prod", str(CHART), "--namespace", "sundial-system", "--show-only",
+            "templates/deployment.yaml"]  # fmt: skip
+    rendered = subprocess.run(args, capture_output=True, text=True, check=True, timeout=120).stdout
+    assert "--fencing-policy=prod-sundial-fencing" in rendered
+    off = subprocess.run([*args, "--set", "fencing.policy.enabled=false"], capture_output=True, text=True,
+                         check=True, timeout=120).stdout  # fmt: skip
+    assert re.search(r"--fencing-policy=\s*$", off, re.MULTILINE)  # none installed: no 403 is a fencing refusal

@@ -44,6 +44,12 @@ def register(subparsers: Any) -> None:
     add("--renew-deadline", type=float, default=_LEASES.renew_deadline, metavar="SECONDS")
     add("--retry-period", type=float, default=_LEASES.retry_period, metavar="SECONDS")
     add("--shards", type=int, default=_LEASES.shards, help="one Lease per shard; objects map by UID hash")
+    add(
+        "--fencing-policy",
+        default=_LEASES.fencing_policy,
+        metavar="NAME",
+        help="the server-side fencing ValidatingAdmissionPolicy (and binding) name; '' if none is installed",
+    )
     add("--qps", type=float, default=_API.qps, help="client-side API rate limit (requests/second)")
     add("--burst", type=int, default=_API.burst, help="client-side API burst")
     add(
@@ -201,6 +207,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             renew_deadline=args.renew_deadline,
             retry_period=args.retry_period,
             shards=args.shards,
+            fencing_policy=args.fencing_policy,
         ),
         events=groups.EventSettings(
             qps=args.event_qps, burst=args.event_burst, series_interval=args.event_series_interval

@@ -62,13 +62,15 @@ class ReconcilerApi(Protocol):
         self, *, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]
     ) -> results.WriteResult: ...
 
-    async def delete_scheduled_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult: ...
+    async def delete_scheduled_job(
+        self, *, namespace: str, name: str, uid: str, resource_version: str = ""
+    ) -> results.DeleteResult: ...
 
     async def create_job(
         self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str
     ) -> results.CreateResult: ...
 
-    async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult: ...
+    async def delete_job(self, *, namespace: str, name: str, uid: str, shard: str = "") -> results.DeleteResult: ...
 
 
 class EventSink(Protocol):
@@ -194,7 +196,8 @@ class Reconciler:
                 self._store.keep_newer(body, read_version=obj.metadata.resource_version)
                 self._count(obj.status, plan.status)
                 self._maybe_crash(plan)
-            if await self._act(key, shard, obj, plan):
+            version = str((body.get("metadata") or {}).get("resourceVersion") or "")
+            if await self._act(key, shard, obj, plan, version=version):
                 continue  # a failed attempt was recorded (invalid template, squatted name): plan again
             self._settle(key, plan.status)
             return (PassOutcome.CLAIMED if claimed else PassOutcome.UNCHANGED), plan.wake_at
@@ -249,9 +252,9 @@ class Reconciler:
                     self._lead.check(shard)
             raise AssertionError("unreachable")
 
-    async def _act(self, key: Key, shard: int, obj: model.ScheduledJob, plan: Plan) -> bool:
+    async def _act(self, key: Key, shard: int, obj: model.ScheduledJob, plan: Plan, *, version: str = "") -> bool:
         """Run the plan's actions in order. True: re-plan (a Job template was rejected as invalid, or a
-        foreign Job holds the attempt's name)."""
+        foreign Job holds the attempt's name). ``version``: the object's resourceVersion after the claim."""
         for action in plan.actions:
             match action:
                 case actions.CreateJob():
@@ -261,11 +264,14 @@ class Reconciler:
                     logger.warning("%s/%s: not deleting Job %s: never observed (no UID)", *key, action.name)
                 case actions.DeleteJob():
                     self._lead.check(shard)
-                    deleted = await self._retrying(
-                        shard,
-                        functools.partial(self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid),
-                        kind=FencedKind.JOB_DELETE,
+                    # The fencing policy checks a delete against the Lease its sundial.dev/shard label names: a
+                    # label a tenant rewrote (or a --shards change left stale) is set to this shard first.
+                    labelled = next((j.shard for j in self._observed(key) if j.uid == action.uid), str(shard))
+                    relabel = "" if labelled == str(shard) else str(shard)
+                    delete = functools.partial(
+                        self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid, shard=relabel
                     )
+                    deleted = await self._retrying(shard, delete, kind=FencedKind.JOB_DELETE)
                     if isinstance(deleted, results.Done) and deleted.existed:
                         message = f"Deleted job {action.name} ({action.reason})"
                         self._event(
@@ -277,7 +283,9 @@ class Reconciler:
                     self._lead.check(shard)
                     await self._retrying(
                         shard,
-                        lambda: self._api.delete_scheduled_job(namespace=key[0], name=key[1], uid=obj.metadata.uid),
+                        lambda: self._api.delete_scheduled_job(
+                            namespace=key[0], name=key[1], uid=obj.metadata.uid, resource_version=version
+                        ),
                     )
         return False
 

@@ -20,17 +20,20 @@ member set (or a partitioned one) can delay a shard, never put two actors on it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from sundial.kube import errors, leases
-from sundial.runtime.coordination import assignment, decisions
+from sundial.model import names
+from sundial.runtime.coordination import assignment, decisions, proofs
 from sundial.runtime.coordination.electors import UNREAD, LeaseElector, Unread
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.serving.metrics import Metrics
@@ -45,35 +48,6 @@ STALE_MEMBER_DURATIONS = 10
 def member_lease_name(prefix: str, identity: str) -> str:
     """``<prefix>-member-<10 hex of sha256(identity)>``: a valid name whatever the identity looks like."""
     return f"{prefix}-member-{hashlib.sha256(identity.encode('utf-8')).hexdigest()[:10]}"
-
-
-class InFlight:
-    """Counts reconcile passes in flight per shard, so a handoff can wait until a shard is quiet."""
-
-    def __init__(self) -> None:
-        self._counts: dict[int, int] = {}
-        self._quiet: dict[int, asyncio.Event] = {}
-
-    @contextlib.contextmanager
-    def track(self, shard: int) -> Iterator[None]:
-        self._counts[shard] = self._counts.get(shard, 0) + 1
-        self._event(shard).clear()
-        try:
-            yield
-        finally:
-            self._counts[shard] -= 1
-            if self._counts[shard] == 0:
-                self._event(shard).set()
-
-    def _event(self, shard: int) -> asyncio.Event:
-        event = self._quiet.get(shard)
-        if event is None:
-            event = self._quiet[shard] = asyncio.Event()
-            event.set()
-        return event
-
-    async def drained(self, shard: int) -> None:
-        await self._event(shard).wait()
 
 
 async def _nothing_in_flight(shard: int) -> None:
@@ -95,6 +69,10 @@ class Sharding:
     drain_timeout: float = 10.0
     metrics: Metrics | None = None
     wallclock: Callable[[], datetime] = utcnow
+    fencing: proofs.FencingApi | None = None
+    """Where refusals are confirmed (a fresh Lease read) and acquires probed; None: a refusal stops acting."""
+    fencing_policy: str = ""
+    """The fencing policy's name; empty: none is installed, acquires are not probed."""
 
 
 class Leadership:
@@ -121,6 +99,8 @@ class Leadership:
         self._waiting: set[int] = set()
         self._handoffs: dict[int, asyncio.Task[None]] = {}
         self._first_step = True
+        self._loop: asyncio.AbstractEventLoop | None = None  # where run() runs: confirmations go there
+        self._background: dict[tuple[str, int], concurrent.futures.Future[object]] = {}
 
     @property
     def shards(self) -> int:
@@ -136,18 +116,44 @@ class Leadership:
             raise NotActingError(f"not holding shard {shard}")
 
     def fencing_token(self, shard: int) -> str:
-        """``<shard>-<leaseTransitions>``: stamped on every Job so stale holders can be rejected."""
-        return f"{shard}-{self._electors[shard].transitions}"
+        """``<shard>-<leaseTransitions>-<lease uid>``: stamped on every Job so stale holders can be rejected."""
+        elector = self._electors[shard]
+        record = elector.record
+        return names.fencing_token(shard, elector.transitions, record.uid if record is not None else "")
 
     def fenced(self, shard: int) -> None:
-        """The API server's fencing policy refused a write under this shard's token: the Lease moved on.
+        """The API server's fencing policy refused a write under this shard's token (called on the main loop).
 
-        Stop acting at once (called on the main loop; the elector's state is one assignment). The next round
-        re-reads the Lease: it reports the shard lost, or held again under a new token, and either way every
-        object of the shard is planned again once it is held.
+        Confirmed before the shard is given up (:func:`proofs.confirm`, on the lease loop): the Lease is
+        re-read from the API server and acting stops only if it moved on; otherwise the refusal is counted and
+        the shard kept (the refused pass backs off). Without a :attr:`Sharding.fencing` API, or before
+        :meth:`run` started, acting stops at once.
         """
-        logger.warning("shard %d: a write was refused under token %s; stopped acting", shard, self.fencing_token(shard))
-        self._electors[shard].stop()
+        fencing, loop = self._sharding.fencing, self._loop
+        logger.warning("shard %d: a write was refused under token %s", shard, self.fencing_token(shard))
+        if fencing is None or loop is None or loop.is_closed():
+            self._electors[shard].stop()
+            return
+        self._in_background(
+            loop,
+            ("confirm", shard),
+            proofs.confirm(self._electors[shard], fencing, shard=shard, metrics=self._sharding.metrics),
+        )
+
+    def _in_background(
+        self, loop: asyncio.AbstractEventLoop, key: tuple[str, int], work: Coroutine[Any, Any, object]
+    ) -> None:
+        """Run ``work`` on ``loop`` (from any thread), at most one per ``key`` at a time."""
+        running = self._background.get(key)
+        if running is not None and not running.done():
+            work.close()
+            return
+        self._background[key] = asyncio.run_coroutine_threadsafe(work, loop)
+
+    async def settle_background(self) -> None:
+        """Wait for the confirmations and probes started so far (tests)."""
+        for future in list(self._background.values()):
+            await asyncio.wrap_future(future)
 
     def held(self) -> int:
         return sum(1 for elector in self._electors if elector.holding)
@@ -163,6 +169,7 @@ class Leadership:
         return tuple(sorted(set(self._assignment)))
 
     async def run(self, stopping: asyncio.Event) -> None:
+        self._loop = asyncio.get_running_loop()
         while not stopping.is_set():
             await self.step()
             with contextlib.suppress(asyncio.TimeoutError):
@@ -318,10 +325,25 @@ class Leadership:
             self._reported[shard] = held
             logger.info("shard %d lease %s", shard, "held" if held else "lost")
             if held:
+                self._probe(shard)
                 since = self._assigned_at.pop(shard, None)
                 if since is not None and self._sharding.metrics is not None:
                     self._sharding.metrics.leases.handoff.labels(phase="acquire").observe(max(now - since, 0.0))
             self._on_change(shard, held)
+
+    def _probe(self, shard: int) -> None:
+        """Prove at this acquire that the policy refuses a stale write on ``shard`` (:func:`proofs.probe`)."""
+        sharding = self._sharding
+        if sharding.fencing is None or not sharding.fencing_policy:
+            return
+        work = proofs.probe(
+            self._electors[shard],
+            sharding.fencing,
+            shard=shard,
+            policy=sharding.fencing_policy,
+            metrics=sharding.metrics,
+        )
+        self._in_background(asyncio.get_running_loop(), ("probe", shard), work)
 
     async def _collect_stale_members(self, listed: Mapping[str, leases.LeaseRecord]) -> None:
         """Delete member Leases left by replicas long gone (identities change with every pod)."""

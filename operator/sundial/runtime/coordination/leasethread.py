@@ -65,6 +65,12 @@ class DeferredLeaseApi:
     async def delete(self, *, namespace: str, name: str, resource_version: str) -> None:
         await self._get().delete(namespace=namespace, name=name, resource_version=resource_version)
 
+    async def probe_fencing(self, *, namespace: str, name: str, shard: int, transitions: int) -> bool:
+        return await self._get().probe_fencing(namespace=namespace, name=name, shard=shard, transitions=transitions)
+
+    async def warn(self, *, namespace: str, name: str, reason: str, message: str) -> None:
+        await self._get().warn(namespace=namespace, name=name, reason=reason, message=message)
+
     async def close(self) -> None:
         if self._api is not None:
             await self._api.close()

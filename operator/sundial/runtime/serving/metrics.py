@@ -216,6 +216,12 @@ class FencingMetrics:
     fenced_writes: Counter
     """``sundial_fenced_writes`` by ``kind`` (:class:`FencedKind`, every label made at start)."""
 
+    unconfirmed: Counter
+    """``sundial_fenced_unconfirmed``: refusals after which a fresh read showed the Lease still ours."""
+
+    enforced: Gauge
+    """``sundial_fencing_enforced`` by ``shard``: 1 when the last acquire's dry-run probe was refused."""
+
     @classmethod
     def create(cls, r: CollectorRegistry) -> FencingMetrics:
         made = cls(
@@ -232,6 +238,20 @@ class FencingMetrics:
                 ["kind"],
                 registry=r,
             ),
+            unconfirmed=Counter(
+                "sundial_fenced_unconfirmed",
+                "Refused writes after which the shard Lease, re-read from the API server, was still this "
+                "replica's (holder, leaseTransitions and UID unchanged): the shard is kept and the write retried "
+                "after a backoff. Rising steadily: a tenant relabels Jobs, or the API server serves a stale Lease.",
+                registry=r,
+            ),
+            enforced=Gauge(
+                "sundial_fencing_enforced",
+                "1 when the fencing policy refused this shard's dry-run probe write at the last acquire, 0 when "
+                "the API server admitted it (fencing is not enforced for this replica: see its Warning Event).",
+                ["shard"],
+                registry=r,
+            ),
         )
         for kind in FencedKind:
             made.fenced_writes.labels(kind=kind)
@@ -243,7 +263,8 @@ class ApiMetrics:
     """The operator's own Kubernetes API requests (every client: main loop, Events, Leases)."""
 
     requests: Counter
-    """``sundial_api_requests`` by ``verb``, ``resource`` and ``code``."""
+    """``sundial_api_requests`` by ``verb``, ``resource`` and ``code`` (``fenced``: refused by the fencing policy,
+    including the enforcement probe of every acquire; ``error``: no HTTP answer)."""
 
     latency: Histogram
     """``sundial_api_request_duration_seconds`` by ``verb`` and ``resource``."""

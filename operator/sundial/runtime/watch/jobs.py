@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sundial import schedule
-from sundial.kube import objects
+from sundial.kube import ownership
 from sundial.model import names
 from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
 
@@ -61,7 +61,7 @@ def observe(body: Mapping[str, Any], *, deleted: bool = False) -> ObservedJob:
     return ObservedJob(
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
-        owner_uid=objects.controller_uid(body),
+        owner_uid=ownership.controller_uid(body),
         phase=phase,
         scheduled_time=_time(annotations.get(names.SCHEDULED_TIME_ANNOTATION)),
         attempt=_int(annotations.get(names.ATTEMPT_ANNOTATION)),
@@ -69,6 +69,7 @@ def observe(body: Mapping[str, Any], *, deleted: bool = False) -> ObservedJob:
         finished_at=finished,
         failure_reason=reason,
         failure_message=message,
+        shard=str((meta.get("labels") or {}).get(names.SHARD_LABEL) or ""),
     )
 
 

@@ -277,8 +277,8 @@ class Store:
         direct = (namespace, label)
         if direct in self._scheduled_jobs:
             return direct
-        for key in self._scheduled_jobs:  # shortened label values of names over 63 characters
-            if key[0] == namespace and names.scheduled_job_label_value(key[1]) == label:
+        for key in self._scheduled_jobs:  # shortened label values of names over 63 characters (either hash)
+            if key[0] == namespace and label in names.scheduled_job_label_values(key[1]):
                 return key
         return direct
 
@@ -306,28 +306,32 @@ class Store:
         self._tombstones.setdefault(group, {})[name] = jobs.observe(body, deleted=True)
         return self.owner_of(body)
 
+    @staticmethod
+    def _groups(key: Key) -> list[tuple[str, str]]:
+        """The Job groups of ``key``: its current label value, and the one of earlier builds for a long name."""
+        return [(key[0], value) for value in names.scheduled_job_label_values(key[1])]
+
     def observed_jobs(self, key: Key) -> list[ObservedJob]:
         """Live Jobs and tombstones of the ScheduledJob ``key``, oldest first."""
-        group = (key[0], names.scheduled_job_label_value(key[1]))
-        seen = list(self._jobs.get(group, {}).values())
+        seen = [job for group in self._groups(key) for job in self._jobs.get(group, {}).values()]
         live = {job.name for job in seen}
-        seen += [tomb for name, tomb in self._tombstones.get(group, {}).items() if name not in live]
+        for group in self._groups(key):
+            seen += [tomb for name, tomb in self._tombstones.get(group, {}).items() if name not in live]
         return sorted(seen, key=lambda job: (job.created_at is None, job.created_at, job.name))
 
     def prune_tombstones(self, key: Key, *, still_needed: set[str]) -> None:
         """Drop tombstones of Jobs the status no longer lists (their outcome has been recorded)."""
-        group = (key[0], names.scheduled_job_label_value(key[1]))
-        tombs = self._tombstones.get(group)
-        if not tombs:
-            return
-        for name in [name for name in tombs if name not in still_needed]:
-            del tombs[name]
-        if not tombs:
-            del self._tombstones[group]
+        for group in self._groups(key):
+            tombs = self._tombstones.get(group)
+            if not tombs:
+                continue
+            for name in [name for name in tombs if name not in still_needed]:
+                del tombs[name]
+            if not tombs:
+                del self._tombstones[group]
 
     def tombstones(self, key: Key) -> list[str]:
-        group = (key[0], names.scheduled_job_label_value(key[1]))
-        return sorted(self._tombstones.get(group, {}))
+        return sorted(name for group in self._groups(key) for name in self._tombstones.get(group, {}))
 
     # Readiness -------------------------------------------------------------------------------------
 

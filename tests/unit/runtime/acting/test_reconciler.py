@@ -31,6 +31,7 @@ class Elector:
     def __init__(self, holding: bool = True, transitions: int = 3) -> None:
         self.holding = holding
         self.transitions = transitions
+        self.record = None
 
     def stop(self) -> None:
         self.holding = False
@@ -71,8 +72,10 @@ class FakeApi:
             return self.write_results.pop(0)
         return results.Written(body=body(str(int(resource_version) + 10)))
 
-    async def delete_scheduled_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
-        self.calls.append("delete-sj")
+    async def delete_scheduled_job(
+        self, *, namespace: str, name: str, uid: str, resource_version: str = ""
+    ) -> results.DeleteResult:
+        self.calls.append(f"delete-sj@{resource_version}" if resource_version else "delete-sj")
         return results.Done()
 
     async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
@@ -83,8 +86,8 @@ class FakeApi:
             return self.create_results.pop(0)
         return results.Created(body={"metadata": {**manifest["metadata"], "namespace": namespace, "uid": "j"}})
 
-    async def delete_job(self, *, namespace: str, name: str, uid: str) -> results.DeleteResult:
-        self.calls.append(f"delete:{name}@{uid}")
+    async def delete_job(self, *, namespace: str, name: str, uid: str, shard: str = "") -> results.DeleteResult:
+        self.calls.append(f"delete:{name}@{uid}" + (f"+label:{shard}" if shard else ""))
         return results.Done()
 
 
@@ -238,6 +241,29 @@ async def test_delete_job_carries_the_uid_precondition_and_reports_successful_de
     await rec.reconcile(KEY)
     assert api.calls[:2] == ["write@1", "delete:old@u-old"]
     assert api.calls[2].endswith("SuccessfulDelete")
+
+
+@pytest.mark.parametrize(("label", "relabel"), [("0", ""), ("7", "0"), (None, "0")])
+async def test_a_delete_first_sets_the_shard_label_to_the_owners_current_shard(label: str | None, relabel: str) -> None:
+    """The fencing policy checks a Job delete against the Lease its sundial.dev/shard label names: a label a
+    tenant rewrote (or a --shards change left behind) is set to the owner's shard first, in the same call."""
+    api, planner = FakeApi(), FakePlanner([plan(actions.DeleteJob(name="old", uid="u-old", reason="history"))])
+    rec, store = reconciler(api, planner)
+    labels = {names.SCHEDULED_JOB_LABEL: "nightly"} | ({names.SHARD_LABEL: label} if label is not None else {})
+    store.put_job({"metadata": {"name": "old", "namespace": "team-a", "uid": "u-old", "labels": labels}})
+    await rec.reconcile(KEY)
+    assert api.calls[1] == "delete:old@u-old" + (f"+label:{relabel}" if relabel else "")
+
+
+@pytest.mark.parametrize(("write", "version"), [(True, "11"), (False, "1")])
+async def test_the_ttl_delete_carries_the_resource_version_of_the_pass(write: bool, version: str) -> None:
+    """ttlSecondsAfterFinished deletes only the object as this pass wrote (or read) it: a user's change since
+    (a longer TTL, a new schedule) makes the delete a 409 instead."""
+    ttl = actions.DeleteScheduledJob(reason="ttl")
+    api, planner = FakeApi(), FakePlanner([plan(ttl, write=write)])
+    rec, _ = reconciler(api, planner)
+    await rec.reconcile(KEY)
+    assert api.calls[-1] == f"delete-sj@{version}"
 
 
 class CrashedError(Exception):

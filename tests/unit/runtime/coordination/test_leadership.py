@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 from sundial.kube import results
 from sundial.kube.leases import LeaseRecord
 from sundial.runtime.coordination.electors import LeaseElector
-from sundial.runtime.coordination.leadership import InFlight, Leadership, Sharding, member_lease_name
+from sundial.runtime.coordination.inflight import InFlight
+from sundial.runtime.coordination.leadership import Leadership, Sharding, member_lease_name
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import LeaseSettings
 

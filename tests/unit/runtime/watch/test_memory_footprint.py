@@ -80,7 +80,7 @@ def one_shard(elector: Any) -> Leadership:
 
 def test_active_runs_are_counted_without_an_entry_per_idle_object() -> None:
     class Elector:
-        holding, transitions = True, 1
+        holding, transitions, record = True, 1, None
 
     now = datetime(2026, 11, 29, tzinfo=UTC)
     metrics = Metrics()

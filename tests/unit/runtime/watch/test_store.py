@@ -330,3 +330,28 @@ def test_keep_newer_does_not_bring_back_a_deleted_object() -> None:
     store.drop_scheduled_job(_at("7"))
     store.keep_newer(_at("8", runs=1), read_version="7")
     assert store.scheduled_job(KEY) is None
+
+
+def test_a_long_named_object_finds_its_jobs_under_the_new_and_the_old_label_value() -> None:
+    """The label value of a name over 63 characters now ends in 64 bits of hash; Jobs an earlier build labelled
+    with the 20-bit value are still this object's (an upgrade must not lose its history or active runs)."""
+    store = Store()
+    long_name = "a-scheduled-job-whose-name-is-much-longer-than-the-sixty-three-characters-of-a-label"
+    body = scheduled_job()
+    body["metadata"]["name"] = long_name
+    store.put_scheduled_job(body)
+    key = ("team-a", long_name)
+    new, old = names.scheduled_job_label_values(long_name)
+    for job_name, value in (("new-job", new), ("old-job", old)):
+        job = {
+            "metadata": {
+                "name": job_name,
+                "namespace": "team-a",
+                "uid": job_name,
+                "labels": {names.SCHEDULED_JOB_LABEL: value},
+            }
+        }
+        assert store.put_job(job) == key
+    assert {job.name for job in store.observed_jobs(key)} == {"new-job", "old-job"}
+    other = "a-scheduled-job-whose-name-is-much-longer-than-the-sixty-three-characters-of-a-label-2"
+    assert set(names.scheduled_job_label_values(other)).isdisjoint({new, old})

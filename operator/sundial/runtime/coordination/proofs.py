@@ -1,0 +1,113 @@
+"""Fencing that proves itself (DESIGN §11.3, docs/fencing.md): a refusal is confirmed, enforcement is probed.
+
+* :func:`confirm` — the API server's fencing policy refused a write under a shard's token. Before the shard is
+  given up, the Lease is re-read from the API server (a quorum GET, never a cache): only if it really moved on
+  (another holder, other ``leaseTransitions``, another UID: recreated) does the replica stop acting. If it is
+  still ours, the refusal came from stale data (a Job whose ``sundial.dev/shard`` label a tenant rewrote, an
+  API server serving an old copy of the Lease to the policy): it is counted
+  (``sundial_fenced_unconfirmed_total``), the shard is kept and the refused write is retried after the pass's
+  backoff — never the old give-up/re-acquire/refused-again loop.
+* :func:`probe` — at each acquire, a dry-run write the policy must refuse (an Event under this shard's token
+  with a UID no Lease has). Refused: ``sundial_fencing_enforced{shard} 1``. Admitted (no policy installed, or
+  a kustomize overlay's ``namespace:``/``namePrefix:`` made its matchCondition or paramRef miss): 0, a log line
+  and a Warning Event on the Lease. A 403 from anything else than the configured policy is "not enforced" too:
+  real refusals would not be recognised either.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from sundial.kube import errors, leases
+from sundial.runtime.coordination.electors import LeaseElector
+from sundial.runtime.serving.metrics import Metrics
+
+logger = logging.getLogger(__name__)
+
+
+class FencingApi(Protocol):
+    """The calls of :func:`confirm` and :func:`probe` (:class:`sundial.kube.leases.KubeLeaseApi`)."""
+
+    async def get(self, *, namespace: str, name: str) -> leases.LeaseRecord | None: ...
+
+    async def probe_fencing(self, *, namespace: str, name: str, shard: int, transitions: int) -> bool: ...
+
+    async def warn(self, *, namespace: str, name: str, reason: str, message: str) -> None: ...
+
+
+def moved_on(mine: leases.LeaseRecord | None, current: leases.LeaseRecord | None, *, identity: str) -> bool:
+    """True unless ``current`` (just read) is still the Lease we hold: our holder, transitions and UID."""
+    if mine is None or current is None:
+        return True
+    return (current.holder, current.transitions, current.uid) != (identity, mine.transitions, mine.uid)
+
+
+async def confirm(elector: LeaseElector, api: FencingApi, *, shard: int, metrics: Metrics | None) -> bool:
+    """Re-read ``elector``'s Lease after a refusal; stop acting only if it moved on. True: stopped."""
+    mine = elector.record
+    try:
+        current = await api.get(namespace=elector.namespace, name=elector.name)
+    except errors.KubeError as error:
+        logger.warning(
+            "shard %d: a write was refused and the Lease could not be re-read (%s); stopped acting", shard, error
+        )
+        elector.stop()
+        return True
+    if moved_on(mine, current, identity=elector.identity):
+        logger.warning(
+            "shard %d: a write was refused and Lease %s moved on (now %s, transitions %s); stopped acting",
+            shard,
+            elector.name,
+            current.holder if current else "gone",
+            current.transitions if current else "-",
+        )
+        elector.stop()
+        return True
+    if metrics is not None:
+        metrics.fencing.unconfirmed.inc()
+    logger.warning(
+        "shard %d: a write was refused, yet Lease %s is still ours (transitions %d): shard kept, the write is "
+        "retried after a backoff (a relabelled Job, or a stale copy of the Lease in the API server)",
+        shard,
+        elector.name,
+        mine.transitions if mine else 0,
+    )
+    return False
+
+
+async def probe(
+    elector: LeaseElector, api: FencingApi, *, shard: int, policy: str, metrics: Metrics | None
+) -> bool | None:
+    """Prove that ``policy`` refuses a stale write on ``shard``: True enforced, False not, None unknown."""
+    record = elector.record
+    transitions = record.transitions if record is not None else 0
+    reason = ""
+    try:
+        enforced = await api.probe_fencing(
+            namespace=elector.namespace, name=elector.name, shard=shard, transitions=transitions
+        )
+    except errors.ForbiddenError as error:  # refused, but not by the configured policy
+        enforced, reason = False, f"refused by something else than policy {policy!r}: {error.message}"
+    except errors.KubeError as error:
+        logger.warning("shard %d: the fencing probe failed (%s); trying again at the next acquire", shard, error)
+        return None
+    if metrics is not None:
+        metrics.fencing.enforced.labels(shard=str(shard)).set(1 if enforced else 0)
+    if enforced:
+        logger.info("shard %d: fencing enforced (the policy %s refused the probe)", shard, policy)
+        return True
+    message = (
+        f"fencing is NOT enforced for shard {shard}: a dry-run write under a stale token was "
+        f"{reason or 'admitted'}. Is the ValidatingAdmissionPolicy {policy!r} installed, does its matchCondition "
+        f"name this ServiceAccount and its binding's paramRef the namespace {elector.namespace!r} "
+        "(a kustomize namespace:/namePrefix: overlay must patch both), and --fencing-policy its name?"
+    )
+    logger.error("shard %d: %s", shard, message)
+    try:
+        await api.warn(
+            namespace=elector.namespace, name=elector.name, reason=leases.NOT_ENFORCED_REASON, message=message
+        )
+    except errors.KubeError as error:
+        logger.warning("shard %d: the FencingNotEnforced Event failed: %s", shard, error)
+    return False

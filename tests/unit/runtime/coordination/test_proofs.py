@@ -1,0 +1,183 @@
+"""Fencing that proves itself (docs/fencing.md): a refusal is confirmed by a fresh Lease read before the shard
+is given up, and every acquire probes that the policy refuses a stale write."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from datetime import UTC, datetime
+
+import pytest
+
+from sundial.kube import errors, results
+from sundial.kube.leases import NOT_ENFORCED_REASON, LeaseRecord
+from sundial.runtime.coordination import proofs
+from sundial.runtime.coordination.electors import LeaseElector
+from sundial.runtime.coordination.leadership import Leadership, Sharding
+from sundial.runtime.serving.metrics import Metrics
+from sundial.runtime.settings import LeaseSettings
+
+TIMINGS = LeaseSettings(duration=6.0, renew_deadline=4.0, retry_period=1.0)
+WALL = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+class Leases:
+    """One namespace of Leases with UIDs, the enforcement probe's answer and the Warning Events written."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, LeaseRecord] = {}
+        self.version = 0
+        self.reads = 0
+        self.read_error: errors.KubeError | None = None
+        self.probe_answer: bool | errors.KubeError = True
+        self.probes: list[tuple[str, int, int]] = []
+        self.warnings: list[tuple[str, str, str]] = []
+
+    async def get(self, *, namespace: str, name: str) -> LeaseRecord | None:
+        self.reads += 1
+        if self.read_error is not None:
+            raise self.read_error
+        return self.records.get(name)
+
+    async def list(self, *, namespace: str) -> dict[str, LeaseRecord]:
+        return dict(self.records)
+
+    async def create(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
+        if name in self.records:
+            return results.Conflict()
+        return self._store(name, dataclasses.replace(record, uid=f"uid-{self.version}"))
+
+    async def replace(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
+        current = self.records.get(name)
+        if current is None or current.resource_version != record.resource_version:
+            return results.Conflict()
+        return self._store(name, dataclasses.replace(record, uid=current.uid))
+
+    async def delete(self, *, namespace: str, name: str, resource_version: str) -> None:
+        self.records.pop(name, None)
+
+    async def probe_fencing(self, *, namespace: str, name: str, shard: int, transitions: int) -> bool:
+        self.probes.append((name, shard, transitions))
+        if isinstance(self.probe_answer, errors.KubeError):
+            raise self.probe_answer
+        return self.probe_answer
+
+    async def warn(self, *, namespace: str, name: str, reason: str, message: str) -> None:
+        self.warnings.append((name, reason, message))
+
+    def _store(self, name: str, record: LeaseRecord) -> LeaseRecord:
+        self.version += 1
+        self.records[name] = dataclasses.replace(record, resource_version=str(self.version))
+        return self.records[name]
+
+
+def elector(api: Leases, name: str = "s-shard-0", identity: str = "replica-a") -> LeaseElector:
+    return LeaseElector(api=api, namespace="ns", name=name, identity=identity, timings=TIMINGS,
+                        clock=lambda: 100.0, wallclock=lambda: WALL)  # fmt: skip
+
+
+async def holding(api: Leases) -> LeaseElector:
+    held = elector(api)
+    assert await held.tick()
+    return held
+
+
+def unconfirmed(metrics: Metrics) -> float:
+    return metrics.registry.get_sample_value("sundial_fenced_unconfirmed_total") or 0.0
+
+
+async def test_a_refusal_while_the_lease_is_still_ours_keeps_the_shard_and_is_counted() -> None:
+    api, metrics = Leases(), Metrics()
+    held = await holding(api)
+    assert not await proofs.confirm(held, api, shard=0, metrics=metrics)
+    assert held.holding  # no give-up / re-acquire / refused-again loop
+    assert api.reads == 2  # the acquire's read and the confirmation's fresh read, not a cached record
+    assert unconfirmed(metrics) == 1
+
+
+@pytest.mark.parametrize("change", ["holder", "transitions", "uid", "deleted"])
+async def test_a_refusal_gives_the_shard_up_only_when_the_lease_moved_on(change: str) -> None:
+    api, metrics = Leases(), Metrics()
+    held = await holding(api)
+    record = api.records["s-shard-0"]
+    match change:
+        case "holder":
+            api.records["s-shard-0"] = dataclasses.replace(record, holder="replica-b", transitions=1)
+        case "transitions":  # taken over and back meanwhile
+            api.records["s-shard-0"] = dataclasses.replace(record, transitions=2)
+        case "uid":  # deleted and recreated: leaseTransitions 0 again, another UID
+            api.records["s-shard-0"] = dataclasses.replace(record, uid="recreated")
+        case "deleted":
+            del api.records["s-shard-0"]
+    assert await proofs.confirm(held, api, shard=0, metrics=metrics)
+    assert not held.holding
+    assert unconfirmed(metrics) == 0
+
+
+async def test_a_refusal_that_cannot_be_confirmed_stops_acting() -> None:
+    api = Leases()
+    held = await holding(api)
+    api.read_error = errors.TransientError(code=503, reason="ServiceUnavailable", message="down")
+    assert await proofs.confirm(held, api, shard=0, metrics=None)
+    assert not held.holding  # the safe side; the next round re-reads the Lease
+
+
+async def test_the_probe_sets_the_gauge_and_warns_when_fencing_is_not_enforced(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api, metrics = Leases(), Metrics()
+    held = await holding(api)
+
+    def gauge() -> float | None:
+        return metrics.registry.get_sample_value("sundial_fencing_enforced", {"shard": "0"})
+
+    assert await proofs.probe(held, api, shard=0, policy="sundial-fencing", metrics=metrics) is True
+    assert gauge() == 1 and api.warnings == []
+    assert api.probes == [("s-shard-0", 0, 0)]
+
+    api.probe_answer = False  # the dry-run write was admitted (e.g. an overlay moved the namespace)
+    with caplog.at_level(logging.ERROR):
+        assert await proofs.probe(held, api, shard=0, policy="sundial-fencing", metrics=metrics) is False
+    assert gauge() == 0
+    [(lease, reason, message)] = api.warnings
+    assert (lease, reason) == ("s-shard-0", NOT_ENFORCED_REASON)
+    assert "NOT enforced" in message and "'sundial-fencing'" in message and "'ns'" in message
+    assert any("NOT enforced" in r.getMessage() for r in caplog.records)
+
+    api.probe_answer = errors.ForbiddenError(code=403, reason="Forbidden", message="another policy said no")
+    assert await proofs.probe(held, api, shard=0, policy="sundial-fencing", metrics=metrics) is False
+    assert gauge() == 0 and "another policy said no" in api.warnings[-1][2]
+
+    api.probe_answer = errors.TransientError(code=503, reason="ServiceUnavailable", message="down")
+    assert await proofs.probe(held, api, shard=0, policy="sundial-fencing", metrics=metrics) is None
+    assert gauge() == 0 and len(api.warnings) == 2  # unknown: unchanged, no Event
+
+
+async def test_leadership_probes_at_acquire_and_confirms_refusals_on_its_own_loop() -> None:
+    api, metrics = Leases(), Metrics()
+    member = elector(api, name="s-member-a")
+    sharding = Sharding(api=api, member=member, prefix="s", retry_period=1.0, metrics=metrics,
+                        fencing=api, fencing_policy="sundial-fencing", wallclock=lambda: WALL)  # fmt: skip
+    lead = Leadership([elector(api)], sharding=sharding, clock=lambda: 100.0)
+    stopping = asyncio.Event()
+    running = asyncio.create_task(lead.run(stopping))
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if lead.acting(0) and api.probes:
+            break
+    await lead.settle_background()
+    assert lead.acting(0) and api.probes == [("s-shard-0", 0, 0)]
+    token = lead.fencing_token(0)
+    assert token == f"0-0-{api.records['s-shard-0'].uid}"
+
+    lead.fenced(0)  # refused, but the Lease is still ours: kept
+    await lead.settle_background()
+    assert lead.acting(0) and unconfirmed(metrics) == 1
+
+    api.records["s-shard-0"] = dataclasses.replace(api.records["s-shard-0"], uid="recreated")
+    lead.fenced(0)  # refused and the Lease was recreated: given up
+    await lead.settle_background()
+    assert not lead.acting(0)
+    stopping.set()
+    await running
