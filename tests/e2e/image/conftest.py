@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,34 +17,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .pods import podman
-from .releases import REPO, OperatorImage, Release
+from .releases import REPO, OperatorImage, Release, image_archive, image_env
 
 if TYPE_CHECKING:
     from tests.e2e.harness.cluster import Cluster
 
-#: A cold build (Debian bases, wheels, podman build) takes minutes; a cached one a second.
-BUILD_TIMEOUT = 1800
-
-
-def _image_env(archive: Path) -> dict[str, str]:
-    text = (archive.parent / "image.env").read_text()
-    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-
 
 @pytest.fixture(scope="session")
 def operator_image() -> OperatorImage:
-    explicit = os.environ.get("SUNDIAL_E2E_IMAGE_ARCHIVE")
-    if explicit:
-        archive = Path(explicit)
-    else:
-        build = subprocess.run(
-            ["bash", str(REPO / "tools" / "image" / "build.sh")],
-            capture_output=True, text=True, check=False, timeout=BUILD_TIMEOUT,
-        )  # fmt: skip
-        if build.returncode != 0:
-            pytest.fail(f"tools/image/build.sh failed ({build.returncode}):\n{build.stderr[-4000:]}")
-        archive = Path(build.stdout.strip().splitlines()[-1])
-    env = _image_env(archive)
+    archive = image_archive()
+    env = image_env(archive)
     podman("load", "--quiet", "--input", str(archive), timeout=600)
     image = OperatorImage(archive=archive, digest=env["DIGEST"], version=env["VERSION"], revision=env["REVISION"])
     assert podman("image", "exists", image.reference, check=False).returncode == 0, image.reference

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import subprocess
 import uuid
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 import yaml
 
 try:  # the sandbox as its own distribution (tools/sandbox); before that, a subpackage of sundial
@@ -32,6 +34,32 @@ if TYPE_CHECKING:
     from tests.e2e.harness.cluster import Cluster
 
 REPO = Path(__file__).resolve().parents[3]
+
+#: A cold build (Debian bases, wheels, podman build) takes minutes; a cached one a second.
+BUILD_TIMEOUT = 1800
+
+
+def image_archive() -> Path:
+    """The operator image's OCI archive: ``SUNDIAL_E2E_IMAGE_ARCHIVE`` if set, else ``tools/image/build.sh``'s
+    (built, or reused from its cache by its inputs)."""
+    explicit = os.environ.get("SUNDIAL_E2E_IMAGE_ARCHIVE")
+    if explicit:
+        return Path(explicit)
+    build = subprocess.run(
+        ["bash", str(REPO / "tools" / "image" / "build.sh")],
+        capture_output=True, text=True, check=False, timeout=BUILD_TIMEOUT,
+    )  # fmt: skip
+    if build.returncode != 0:
+        pytest.fail(f"tools/image/build.sh failed ({build.returncode}):\n{build.stderr[-4000:]}")
+    return Path(build.stdout.strip().splitlines()[-1])
+
+
+def image_env(archive: Path) -> dict[str, str]:
+    """The ``image.env`` written beside ARCHIVE (IMAGE, DIGEST, VERSION, REVISION)."""
+    text = (archive.parent / "image.env").read_text()
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
 CHART = REPO / "charts" / "sundial"
 #: Short Leases (through the chart's values), so a takeover after a crash fits in seconds.
 LEASE_VALUES = {

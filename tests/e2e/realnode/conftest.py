@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from tests.e2e.harness.cluster import REPO
+from tests.e2e.image.releases import image_archive, image_env
 
 from sundial_sandbox import REAL_NODE_LABEL, REAL_NODE_NAME
 
 if TYPE_CHECKING:
     from tests.e2e.harness.cluster import Cluster
-
-#: A cold image build (Debian bases, wheels, podman build) takes minutes; a cached one a second.
-IMAGE_BUILD_TIMEOUT = 1800
 
 
 @dataclass(frozen=True)
@@ -92,18 +89,8 @@ def real_node(cluster: Cluster) -> Iterator[RealNode]:
 def node_operator_image(cluster: Cluster, real_node: RealNode) -> OperatorImage:
     """``tools/image/build.sh`` (cached by its inputs; ``SUNDIAL_E2E_IMAGE_ARCHIVE`` names an archive instead),
     imported into the real node's containerd by tag and by digest."""
-    explicit = os.environ.get("SUNDIAL_E2E_IMAGE_ARCHIVE")
-    if explicit:
-        archive = Path(explicit)
-    else:
-        build = subprocess.run(
-            ["bash", str(REPO / "tools" / "image" / "build.sh")],
-            capture_output=True, text=True, check=False, timeout=IMAGE_BUILD_TIMEOUT,
-        )  # fmt: skip
-        if build.returncode != 0:
-            pytest.fail(f"tools/image/build.sh failed ({build.returncode}):\n{build.stderr[-4000:]}")
-        archive = Path(build.stdout.strip().splitlines()[-1])
-    env = dict(line.split("=", 1) for line in (archive.parent / "image.env").read_text().splitlines() if "=" in line)
+    archive = image_archive()
+    env = image_env(archive)
     repository = env["IMAGE"].rsplit(":", 1)[0]
     assert cluster.sandbox is not None
     references = cluster.sandbox.node.import_image(archive)
