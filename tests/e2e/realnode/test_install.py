@@ -13,7 +13,6 @@ ClusterIP would fail (``failurePolicy: Fail``).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import subprocess
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ import pytest
 
 from sundial.model import names
 
+from . import runs
 from .releases import Release, install
 
 if TYPE_CHECKING:
@@ -67,29 +67,6 @@ def release(
         rel.uninstall()
 
 
-def _scheduled_job(name: str, pod_spec: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    run_at = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    template = {"backoffLimit": 0, "template": {"spec": pod_spec}}
-    return {
-        "apiVersion": "sundial.dev/v1alpha1",
-        "kind": "ScheduledJob",
-        "metadata": {"name": name},
-        "spec": {"runAt": run_at, **spec, "jobTemplate": {"spec": template}},
-    }
-
-
-def _jobs(cluster: Cluster, ns: str, owner: str) -> list[dict[str, Any]]:
-    listing = cluster.get_json("jobs", "-n", ns, "-l", f"{names.SCHEDULED_JOB_LABEL}={owner}") or {}
-    items: list[dict[str, Any]] = listing.get("items") or []
-    return sorted(items, key=lambda job: int(job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION]))
-
-
-def _finished_pod(cluster: Cluster, ns: str, job: str) -> dict[str, Any] | None:
-    listing = cluster.get_json("pods", "-n", ns, "-l", f"job-name={job}") or {}
-    done = [pod for pod in listing.get("items") or [] if pod["status"].get("phase") in {"Succeeded", "Failed"}]
-    return done[0] if done else None
-
-
 def _printed(cluster: Cluster, ns: str, pod: dict[str, Any]) -> dict[str, str]:
     out = cluster.kubectl("logs", "-n", ns, pod["metadata"]["name"]).stdout
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
@@ -125,16 +102,16 @@ def test_scheduled_jobs_are_admitted_through_the_webhook_service_at_its_pod_ip(
         ["ip", "route", "get", service["spec"]["clusterIP"]], capture_output=True, text=True, check=False
     )
     assert route.returncode != 0 or "unreachable" in route.stdout, route  # a ClusterIP dial cannot succeed here
-    bad = _scheduled_job("bad", real_node.pod_spec("true"))
+    bad = runs.scheduled_job("bad", real_node.pod_spec("true"))
     bad["spec"] = {"schedule": "not a cron", "jobTemplate": bad["spec"]["jobTemplate"]}
     result = cluster.kubectl("apply", "-n", release.watch, "-f", "-", input=json.dumps(bad), check=False)
     assert result.returncode != 0
     assert "admission webhook" in result.stderr and "spec.schedule" in result.stderr, result.stderr
     script = "for v in " + " ".join(ENV) + ' ; do eval "echo $v=\\${$v}"; done'
-    cluster.apply(_scheduled_job("printer", real_node.pod_spec(script)), release.watch)
-    [job] = cluster.wait_for(lambda: _jobs(cluster, release.watch, "printer"), timeout=30, message="the Job")
+    cluster.apply(runs.scheduled_job("printer", real_node.pod_spec(script)), release.watch)
+    [job] = cluster.wait_for(lambda: runs.jobs_of(cluster, release.watch, "printer"), timeout=30, message="the Job")
     pod = cluster.wait_for(
-        lambda: _finished_pod(cluster, release.watch, job["metadata"]["name"]), timeout=90, message="its pod"
+        lambda: runs.finished_pod(cluster, release.watch, job["metadata"]["name"]), timeout=90, message="its pod"
     )
     assert pod["status"]["phase"] == "Succeeded" and pod["spec"]["nodeName"] == real_node.name
     annotations = job["metadata"]["annotations"]
@@ -147,7 +124,7 @@ def test_a_container_that_exits_1_is_retried_then_dead_lettered_by_the_installed
     cluster.wait_for(release.ready_pods, timeout=120, message="Ready")
     retry = {"maxAttempts": 2, "backoff": {"initial": "1s", "factor": 1, "max": "1s"}}
     failing = real_node.pod_spec('echo "SUNDIAL_ATTEMPT=$SUNDIAL_ATTEMPT"; exit 1')
-    cluster.apply(_scheduled_job("failer", failing, retry=retry, failedJobsHistoryLimit=5), release.watch)
+    cluster.apply(runs.scheduled_job("failer", failing, retry=retry, failedJobsHistoryLimit=5), release.watch)
 
     def dead_letters() -> list[dict[str, Any]] | None:
         status = (cluster.get_json("scheduledjob", "failer", "-n", release.watch) or {}).get("status") or {}
@@ -156,11 +133,13 @@ def test_a_container_that_exits_1_is_retried_then_dead_lettered_by_the_installed
 
     [letter] = cluster.wait_for(dead_letters, timeout=150, message="a dead letter after two real failures")
     assert letter["attempts"] == 2
-    jobs = _jobs(cluster, release.watch, "failer")
+    jobs = runs.jobs_of(cluster, release.watch, "failer")
     assert [job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION] for job in jobs] == ["1", "2"]
     for attempt, job in enumerate(jobs, start=1):
         pod = cluster.wait_for(
-            lambda job=job: _finished_pod(cluster, release.watch, job["metadata"]["name"]), timeout=30, message="pod"
+            lambda job=job: runs.finished_pod(cluster, release.watch, job["metadata"]["name"]),
+            timeout=30,
+            message="pod",
         )
         [status] = pod["status"]["containerStatuses"]
         assert status["state"]["terminated"]["exitCode"] == 1 and status["containerID"].startswith("containerd://")

@@ -8,12 +8,13 @@ The operator runs as a host process (``start_module_operator``), as in most e2e 
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from sundial.model import names
+
+from . import runs
 
 if TYPE_CHECKING:
     from tests.e2e.harness.cluster import Cluster
@@ -45,29 +46,6 @@ def ns(operator: Operator, module_namespace: str) -> str:
     return module_namespace
 
 
-def _scheduled_job(name: str, pod_spec: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    run_at = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    job = {"backoffLimit": 0, "template": {"spec": pod_spec}}
-    return {
-        "apiVersion": "sundial.dev/v1alpha1",
-        "kind": "ScheduledJob",
-        "metadata": {"name": name},
-        "spec": {"runAt": run_at, **spec, "jobTemplate": {"spec": job}},
-    }
-
-
-def _jobs(cluster: Cluster, ns: str, owner: str) -> list[dict[str, Any]]:
-    listing = cluster.get_json("jobs", "-n", ns, "-l", f"{names.SCHEDULED_JOB_LABEL}={owner}") or {}
-    items: list[dict[str, Any]] = listing.get("items") or []
-    return sorted(items, key=lambda job: int(job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION]))
-
-
-def _finished_pod(cluster: Cluster, ns: str, job: str) -> dict[str, Any] | None:
-    listing = cluster.get_json("pods", "-n", ns, "-l", f"job-name={job}") or {}
-    done = [pod for pod in listing.get("items") or [] if pod["status"].get("phase") in {"Succeeded", "Failed"}]
-    return done[0] if done else None
-
-
 def _terminated(pod: dict[str, Any]) -> dict[str, Any]:
     [status] = pod["status"]["containerStatuses"]
     terminated: dict[str, Any] = status["state"]["terminated"]
@@ -84,10 +62,10 @@ def test_a_job_pod_runs_a_real_container_that_sees_its_sundial_environment(
     cluster: Cluster, ns: str, real_node: RealNode
 ) -> None:
     script = "for v in " + " ".join(ENV) + ' ; do eval "echo $v=\\${$v}"; done; echo HOSTNAME=$(hostname)'
-    cluster.apply(_scheduled_job("printer", real_node.pod_spec(script)), ns)
-    [job] = cluster.wait_for(lambda: _jobs(cluster, ns, "printer"), timeout=30, message="the Job")
+    cluster.apply(runs.scheduled_job("printer", real_node.pod_spec(script)), ns)
+    [job] = cluster.wait_for(lambda: runs.jobs_of(cluster, ns, "printer"), timeout=30, message="the Job")
     job_name = job["metadata"]["name"]
-    pod = cluster.wait_for(lambda: _finished_pod(cluster, ns, job_name), timeout=90, message="the pod finished")
+    pod = cluster.wait_for(lambda: runs.finished_pod(cluster, ns, job_name), timeout=90, message="the pod finished")
     assert pod["spec"]["nodeName"] == real_node.name
     assert pod["status"]["phase"] == "Succeeded", pod["status"]
     assert _terminated(pod)["exitCode"] == 0
@@ -111,7 +89,7 @@ def test_a_job_pod_runs_a_real_container_that_sees_its_sundial_environment(
 def test_a_container_that_exits_1_is_retried_then_dead_lettered(cluster: Cluster, ns: str, real_node: RealNode) -> None:
     retry = {"maxAttempts": 2, "backoff": {"initial": "1s", "factor": 1, "max": "1s"}}
     script = 'echo "SUNDIAL_ATTEMPT=$SUNDIAL_ATTEMPT"; exit 1'
-    cluster.apply(_scheduled_job("failer", real_node.pod_spec(script), retry=retry, failedJobsHistoryLimit=5), ns)
+    cluster.apply(runs.scheduled_job("failer", real_node.pod_spec(script), retry=retry, failedJobsHistoryLimit=5), ns)
 
     def dead_letters() -> list[dict[str, Any]] | None:
         status = (cluster.get_json("scheduledjob", "failer", "-n", ns) or {}).get("status") or {}
@@ -119,13 +97,13 @@ def test_a_container_that_exits_1_is_retried_then_dead_lettered(cluster: Cluster
         return letters
 
     [letter] = cluster.wait_for(dead_letters, timeout=150, message="a dead letter after two real failures")
-    jobs = _jobs(cluster, ns, "failer")
+    jobs = runs.jobs_of(cluster, ns, "failer")
     assert [job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION] for job in jobs] == ["1", "2"]
     keys = {job["metadata"]["annotations"][names.IDEMPOTENCY_KEY_ANNOTATION] for job in jobs}
     assert len(keys) == 1  # one run, two attempts
     for attempt, job in enumerate(jobs, start=1):
         pod = cluster.wait_for(
-            lambda job=job: _finished_pod(cluster, ns, job["metadata"]["name"]), timeout=30, message="a failed pod"
+            lambda job=job: runs.finished_pod(cluster, ns, job["metadata"]["name"]), timeout=30, message="a failed pod"
         )
         assert pod["spec"]["nodeName"] == real_node.name
         assert pod["status"]["phase"] == "Failed"
