@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from sundial.model import names
+from sundial.schedule.jitter import jitter_offset
 
 if TYPE_CHECKING:
     from tests.e2e.harness.cluster import Cluster
@@ -273,6 +274,12 @@ def test_forecast_json_finds_the_herd_of_the_objects_on_the_api_server(cluster: 
     assert sorted(m["name"] for m in herd["scheduledJobs"]) == ["herd-0", "herd-1", "herd-2"]
     assert {s["change"] for s in herd["spread"]} == {"jitter 30s", "jitter 5m0s", "H"}
     assert found["skipped"] == [{"scheduledJob": f"{ns}/paused", "reason": "suspended"}]
-    assert {"start": stamp, "runs": 3} in found["buckets"]
+    # The jittered run lands in the herd's minute or after it, by its uid (random per object): count it where
+    # the operator's own jitter puts it.
+    spread_uid = _get(cluster, ns, "spread")["metadata"]["uid"]
+    spread_at = herd_at + jitter_offset(uid=spread_uid, nominal=herd_at, jitter=dt.timedelta(minutes=10))
+    in_herd_minute = spread_at.replace(second=0, microsecond=0) == herd_at
+    assert {"start": stamp, "runs": 4 if in_herd_minute else 3} in found["buckets"]
+    assert sum(bucket["runs"] for bucket in found["buckets"]) == 4
     chart = plugin(cluster, "forecast", "-n", ns, "--hours", "3").stdout
     assert f"{stamp}  3 runs: {ns}/herd-0, {ns}/herd-1, {ns}/herd-2" in chart
