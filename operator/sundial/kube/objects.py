@@ -257,31 +257,43 @@ class ObjectsApi:
             return results.Unexpected(owner_uid=owner)
         return results.Created(body=body)
 
-    async def delete_job(self, *, namespace: str, name: str, uid: str, shard: str = "") -> results.DeleteResult:
+    async def delete_job(
+        self, *, namespace: str, name: str, uid: str, resource_version: str = "", shard: str = "", token: str = ""
+    ) -> results.DeleteResult:
         """Delete with a UID precondition (never a same-named successor or a squatter), pods in the background.
 
         Only observed Jobs are deleted: an empty ``uid`` is refused (``ValueError``), there is no delete by
-        name alone. ``shard``: first set the Job's ``sundial.dev/shard`` label to it (the owning ScheduledJob's
-        current shard), by a merge patch that names the UID too, so the fencing policy checks the delete
-        against the right shard Lease whatever a tenant wrote there or a ``--shards`` change left behind."""
+        name alone. ``resource_version``: the Job as observed, a precondition too (a 409 if anyone wrote it
+        since: the caller decides again on what it then sees). ``shard``: first set the Job's
+        ``sundial.dev/shard`` label to it (the owning ScheduledJob's current shard) and the
+        ``sundial.dev/fencing-token`` annotation to ``token`` (that shard's token: the fencing policy refuses
+        the patch under a stale one), by a merge patch that names the UID too; the delete then carries the
+        ``resourceVersion`` the patch returned, so it is checked against the Lease that label names and is a
+        409 if anything changed the Job in between (docs/fencing.md)."""
         if not uid:
             raise ValueError(f"deleting Job {namespace}/{name} needs its UID (a delete precondition)")
         if shard:
-            patch = {"metadata": {"uid": uid, "labels": {names.SHARD_LABEL: shard}}}
+            metadata: dict[str, Any] = {"uid": uid, "labels": {names.SHARD_LABEL: shard}}
+            if token:
+                metadata["annotations"] = {names.FENCING_TOKEN_ANNOTATION: token}
             try:
-                await self._req.call(
+                patched = await self._req.call(
                     verb="patch",
                     resource="jobs",
-                    request=lambda: self._batch.patch_namespaced_job(
-                        name, namespace, patch, _content_type="application/merge-patch+json",
-                        _request_timeout=requests.REQUEST_TIMEOUT,
+                    request=lambda: raw_json(
+                        self._batch.patch_namespaced_job(
+                            name, namespace, {"metadata": metadata}, _content_type="application/merge-patch+json",
+                            _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False,
+                        )
                     ),
                 )  # fmt: skip
             except errors.NotFoundError:
                 return results.Done(existed=False)
             except (errors.ConflictError, errors.InvalidError):
                 return results.Conflict()  # another Job at that name now (the UID differs)
-        options: dict[str, Any] = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
+            resource_version = str((patched.get("metadata") or {}).get("resourceVersion") or "")
+        preconditions = {"uid": uid} | ({"resourceVersion": resource_version} if resource_version else {})
+        options: dict[str, Any] = {"propagationPolicy": "Background", "preconditions": preconditions}
         try:
             await self._req.call(
                 verb="delete",
