@@ -260,33 +260,24 @@ class ObjectsApi:
     async def delete_job(
         self, *, namespace: str, name: str, uid: str, resource_version: str = "", shard: str = "", token: str = ""
     ) -> results.DeleteResult:
-        """Delete with a UID precondition (never a same-named successor or a squatter), pods in the background.
-
-        Only observed Jobs are deleted: an empty ``uid`` is refused (``ValueError``), there is no delete by
-        name alone. ``resource_version``: the Job as observed, a precondition too (a 409 if anyone wrote it
-        since: the caller decides again on what it then sees). ``shard``: first set the Job's
-        ``sundial.dev/shard`` label to it (the owning ScheduledJob's current shard) and the
-        ``sundial.dev/fencing-token`` annotation to ``token`` (that shard's token: the fencing policy refuses
-        the patch under a stale one), by a merge patch that names the UID too; the delete then carries the
-        ``resourceVersion`` the patch returned, so it is checked against the Lease that label names and is a
-        409 if anything changed the Job in between (docs/fencing.md)."""
+        """Delete with preconditions, pods in the background: the UID (never a same-named successor or a
+        squatter; an empty ``uid`` is a ``ValueError``, no delete by name alone) and ``resource_version`` as
+        observed (a 409 if anyone wrote the Job since). ``shard``: first set the ``sundial.dev/shard`` label to
+        it (the owner's current shard) and the fencing-token annotation to ``token`` (that shard's) by a merge
+        patch naming the UID, a Job UPDATE the fencing policy token-checks; the delete is then bound to the
+        version that patch returned (docs/fencing.md)."""
         if not uid:
             raise ValueError(f"deleting Job {namespace}/{name} needs its UID (a delete precondition)")
         if shard:
-            metadata: dict[str, Any] = {"uid": uid, "labels": {names.SHARD_LABEL: shard}}
-            if token:
-                metadata["annotations"] = {names.FENCING_TOKEN_ANNOTATION: token}
+            annotations = {"annotations": {names.FENCING_TOKEN_ANNOTATION: token}} if token else {}
+            metadata = {"uid": uid, "labels": {names.SHARD_LABEL: shard}, **annotations}
+            patch = functools.partial(
+                self._batch.patch_namespaced_job, name, namespace, {"metadata": metadata},
+                _content_type="application/merge-patch+json", _request_timeout=requests.REQUEST_TIMEOUT,
+                _preload_content=False,
+            )  # fmt: skip
             try:
-                patched = await self._req.call(
-                    verb="patch",
-                    resource="jobs",
-                    request=lambda: raw_json(
-                        self._batch.patch_namespaced_job(
-                            name, namespace, {"metadata": metadata}, _content_type="application/merge-patch+json",
-                            _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False,
-                        )
-                    ),
-                )  # fmt: skip
+                patched = await self._req.call(verb="patch", resource="jobs", request=lambda: raw_json(patch()))
             except errors.NotFoundError:
                 return results.Done(existed=False)
             except (errors.ConflictError, errors.InvalidError):
