@@ -12,7 +12,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from sundial import model
-from sundial.kube import codec, errors, requests, results
+from sundial.kube import codec, errors, jobdeletes, requests, results
 from sundial.kube.ownership import controller_uid, same_attempt
 from sundial.model import names
 
@@ -258,46 +258,25 @@ class ObjectsApi:
         return results.Created(body=body)
 
     async def delete_job(
-        self, *, namespace: str, name: str, uid: str, resource_version: str = "", shard: str = "", token: str = ""
+        self,
+        *,
+        namespace: str,
+        name: str,
+        uid: str,
+        resource_version: str = "",
+        label: str = "",
+        shard: str = "",
+        token: str = "",
     ) -> results.DeleteResult:
-        """Delete with preconditions, pods in the background: the UID (never a same-named successor or a
-        squatter; an empty ``uid`` is a ``ValueError``, no delete by name alone) and ``resource_version`` as
-        observed (a 409 if anyone wrote the Job since). ``shard``: first set the ``sundial.dev/shard`` label to
-        it (the owner's current shard) and the fencing-token annotation to ``token`` (that shard's) by a merge
-        patch naming the UID, a Job UPDATE the fencing policy token-checks; the delete is then bound to the
-        version that patch returned (docs/fencing.md)."""
+        """Delete the Job of this UID as seen (its ``sundial.dev/shard`` ``label`` and ``resource_version``), first
+        relabelled to ``shard`` under ``token`` when the label differs: :func:`sundial.kube.jobdeletes.delete`.
+        Only observed Jobs are deleted: an empty ``uid`` is refused (``ValueError``), no delete by name alone."""
         if not uid:
             raise ValueError(f"deleting Job {namespace}/{name} needs its UID (a delete precondition)")
-        if shard:
-            annotations = {"annotations": {names.FENCING_TOKEN_ANNOTATION: token}} if token else {}
-            metadata = {"uid": uid, "labels": {names.SHARD_LABEL: shard}, **annotations}
-            patch = functools.partial(
-                self._batch.patch_namespaced_job, name, namespace, {"metadata": metadata},
-                _content_type="application/merge-patch+json", _request_timeout=requests.REQUEST_TIMEOUT,
-                _preload_content=False,
-            )  # fmt: skip
-            try:
-                patched = await self._req.call(verb="patch", resource="jobs", request=lambda: raw_json(patch()))
-            except errors.NotFoundError:
-                return results.Done(existed=False)
-            except (errors.ConflictError, errors.InvalidError):
-                return results.Conflict()  # another Job at that name now (the UID differs)
-            resource_version = str((patched.get("metadata") or {}).get("resourceVersion") or "")
-        preconditions = {"uid": uid} | ({"resourceVersion": resource_version} if resource_version else {})
-        options: dict[str, Any] = {"propagationPolicy": "Background", "preconditions": preconditions}
-        try:
-            await self._req.call(
-                verb="delete",
-                resource="jobs",
-                request=lambda: self._batch.delete_namespaced_job(
-                    name, namespace, body=options, _request_timeout=requests.REQUEST_TIMEOUT
-                ),
-            )
-        except errors.NotFoundError:
-            return results.Done(existed=False)
-        except errors.ConflictError:
-            return results.Conflict()
-        return results.Done()
+        job = jobdeletes.Target(namespace=namespace, name=name, uid=uid, shard=shard, token=token)
+        read = functools.partial(self.get_job, namespace=namespace, name=name)
+        first = jobdeletes.Seen(label=label, resource_version=resource_version)
+        return await jobdeletes.delete(self._batch, self._req, job, first, read=read, decode=raw_json)
 
     # Events ------------------------------------------------------------------------------------------
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,24 +12,11 @@ from sundial.kube import errors, objects, ratelimits, requests, results
 
 
 class _Batch:
-    """Records the Job calls; a relabel patch answers PATCHED (what the API server would return), a delete
-    answers DELETE_STATUS (an error body, or 200)."""
-
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
-        self.patched = _Response(200, b'{"metadata": {"name": "job", "uid": "u-1", "resourceVersion": "42"}}')
-        self.delete_error: objects.ApiException | None = None
 
     async def delete_namespaced_job(self, name: str, namespace: str, *, body: dict[str, Any], **_: Any) -> None:
         self.calls.append((namespace, name, body))
-        if self.delete_error is not None:
-            raise self.delete_error
-
-    async def patch_namespaced_job(self, name: str, namespace: str, body: dict[str, Any], **options: Any) -> Any:
-        assert options["_content_type"] == "application/merge-patch+json"
-        assert options["_preload_content"] is False  # its resourceVersion is read from the raw answer
-        self.calls.append((namespace, name, {"patch": body}))
-        return self.patched
 
 
 def _api() -> tuple[objects.ObjectsApi, _Batch]:
@@ -56,57 +42,7 @@ async def test_a_job_is_never_deleted_by_name_alone() -> None:
     assert batch.calls == [("ns", "job", {"propagationPolicy": "Background", "preconditions": {"uid": "u1"}})]
 
 
-async def test_a_delete_carries_the_observed_resource_version_as_a_precondition() -> None:
-    api, batch = _api()
-    assert isinstance(await api.delete_job(namespace="ns", name="job", uid="u-1", resource_version="7"), results.Done)
-    assert batch.calls == [
-        ("ns", "job", {"propagationPolicy": "Background", "preconditions": {"uid": "u-1", "resourceVersion": "7"}})
-    ]
-
-
-async def test_a_delete_with_a_shard_relabels_under_the_token_then_deletes_what_the_patch_wrote() -> None:
-    """The relabel names the UID and carries the shard's fencing token (the policy checks it as a Job UPDATE);
-    the delete is bound to the patch's answer (its resourceVersion), not to the version observed before."""
-    api, batch = _api()
-    deleted = await api.delete_job(namespace="ns", name="job", uid="u-1", resource_version="7", shard="3", token="t")
-    assert isinstance(deleted, results.Done)
-    relabel = {"uid": "u-1", "labels": {"sundial.dev/shard": "3"}, "annotations": {"sundial.dev/fencing-token": "t"}}
-    assert batch.calls == [
-        ("ns", "job", {"patch": {"metadata": relabel}}),
-        ("ns", "job", {"propagationPolicy": "Background", "preconditions": {"uid": "u-1", "resourceVersion": "42"}}),
-    ]
-
-
-def _status(code: int, reason: str, message: str = "") -> bytes:
-    return json.dumps({"kind": "Status", "code": code, "reason": reason, "message": message}).encode()
-
-
-async def test_a_relabel_refused_by_the_fencing_policy_sends_no_delete() -> None:
-    api, batch = _api()
-    denial = (
-        "jobs.batch \"job\" is forbidden: ValidatingAdmissionPolicy 'sundial-fencing' with binding "
-        "'sundial-fencing' denied request: sundial.dev/fenced: fencing token 3-8-x is older than Lease sundial-shard-3"
-    )
-    batch.patched = _Response(403, _status(403, "Forbidden", denial), reason="Forbidden")
-    with pytest.raises(errors.ForbiddenError):
-        await api.delete_job(namespace="ns", name="job", uid="u-1", shard="3", token="3-8-x")
-    assert [call[2].keys() for call in batch.calls] == [{"patch": None}.keys()]
-
-
-@pytest.mark.parametrize(("answer", "expected"), [(404, results.Done(existed=False)), (409, results.Conflict())])
-async def test_a_relabel_of_a_gone_or_replaced_job_sends_no_delete(answer: int, expected: results.DeleteResult) -> None:
-    api, batch = _api()
-    batch.patched = _Response(answer, _status(answer, "NotFound" if answer == 404 else "Conflict"))
-    assert await api.delete_job(namespace="ns", name="job", uid="u-1", shard="3", token="3-9-x") == expected
-    assert len(batch.calls) == 1
-
-
-async def test_a_job_changed_since_the_relabel_is_a_conflict_not_a_delete() -> None:
-    api, batch = _api()
-    error = objects.ApiException(status=409, reason="Conflict")
-    error.body = _status(409, "Conflict", "Precondition failed: ResourceVersion in precondition: 42").decode()
-    batch.delete_error = error
-    assert await api.delete_job(namespace="ns", name="job", uid="u-1", shard="3", token="t") == results.Conflict()
+# The relabel before a delete and the version preconditions: test_jobdeletes.py.
 
 
 class _Response:

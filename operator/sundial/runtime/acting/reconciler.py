@@ -71,8 +71,9 @@ class ReconcilerApi(Protocol):
     ) -> results.CreateResult: ...
 
     async def delete_job(
-        self, *, namespace: str, name: str, uid: str, resource_version: str = "", shard: str = "", token: str = ""
-    ) -> results.DeleteResult: ...
+        self, *, namespace: str, name: str, uid: str, resource_version: str = "", label: str = "", shard: str = "",
+        token: str = "",
+    ) -> results.DeleteResult: ...  # fmt: skip
 
 
 class EventSink(Protocol):
@@ -270,15 +271,12 @@ class Reconciler:
                     # the operator writes it): a label a --shards change left stale is set to this shard first,
                     # under its token; the delete is bound to the Job as seen or relabelled (docs/fencing.md).
                     seen = next((j for j in self._observed(key) if j.uid == action.uid), None)
-                    relabel = "" if seen is not None and seen.shard == str(shard) else str(shard)
                     delete = functools.partial(
                         self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid,
-                        resource_version=seen.resource_version if seen is not None else "",
-                        shard=relabel, token=self._lead.fencing_token(shard) if relabel else "",
+                        resource_version=seen.resource_version if seen else "", label=seen.shard if seen else "",
+                        shard=str(shard), token=self._lead.fencing_token(shard),
                     )  # fmt: skip
                     deleted = await self._retrying(shard, delete, kind=FencedKind.JOB_DELETE)
-                    if isinstance(deleted, results.Conflict):
-                        logger.info("%s/%s: Job %s changed since it was seen (409): not deleted", *key, action.name)
                     if isinstance(deleted, results.Done) and deleted.existed:
                         message = f"Deleted job {action.name} ({action.reason})"
                         self._event(

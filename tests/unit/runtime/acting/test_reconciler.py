@@ -88,10 +88,17 @@ class FakeApi:
         return results.Created(body={"metadata": {**manifest["metadata"], "namespace": namespace, "uid": "j"}})
 
     async def delete_job(
-        self, *, namespace: str, name: str, uid: str, resource_version: str = "", shard: str = "", token: str = ""
+        self,
+        *,
+        namespace: str,
+        name: str,
+        uid: str,
+        resource_version: str = "",
+        label: str = "",
+        shard: str = "",
+        token: str = "",
     ) -> results.DeleteResult:
-        version = f"~{resource_version}" if resource_version else ""
-        self.calls.append(f"delete:{name}@{uid}{version}" + (f"+label:{shard}/{token}" if shard else ""))
+        self.calls.append(f"delete:{name}@{uid}~{resource_version} label:{label}->{shard}/{token}")
         return self.delete_results.pop(0) if self.delete_results else results.Done()
 
 
@@ -243,7 +250,7 @@ async def test_delete_job_carries_the_uid_precondition_and_reports_successful_de
     api, planner = FakeApi(), FakePlanner([plan(actions.DeleteJob(name="old", uid="u-old", reason="history"))])
     rec, _ = reconciler(api, planner)
     await rec.reconcile(KEY)
-    assert api.calls[:2] == ["write@1", "delete:old@u-old+label:0/0-3"]  # never seen: its label is not known
+    assert api.calls[:2] == ["write@1", "delete:old@u-old~ label:->0/0-3"]  # never seen: no label, no version
     assert api.calls[2].endswith("SuccessfulDelete")
 
 
@@ -253,27 +260,27 @@ def _old_job(store: Store, label: str | None) -> None:
     store.put_job({"metadata": meta})
 
 
-@pytest.mark.parametrize(("label", "relabel"), [("0", ""), ("7", "0"), (None, "0")])
-async def test_a_delete_first_sets_the_shard_label_to_the_owners_current_shard(label: str | None, relabel: str) -> None:
-    """The fencing policy checks a Job delete against the Lease its sundial.dev/shard label names: a label a
-    --shards change left behind (or a Job without it) is set to the owner's shard first, under that shard's
-    token, in the same call; the delete is bound to the Job as observed (its resourceVersion)."""
+@pytest.mark.parametrize("label", ["0", "7", None])
+async def test_a_delete_names_the_owners_shard_and_token_and_the_job_as_seen(label: str | None) -> None:
+    """The fencing policy checks a Job delete against the Lease its sundial.dev/shard label names: the delete
+    gets the label and version observed, the owner's current shard and its token (a label a --shards change
+    left behind, or none, is set to that shard first: tests/unit/kube/test_jobdeletes.py)."""
     api, planner = FakeApi(), FakePlanner([plan(actions.DeleteJob(name="old", uid="u-old", reason="history"))])
     rec, store = reconciler(api, planner)
     _old_job(store, label)
     await rec.reconcile(KEY)
-    assert api.calls[1] == "delete:old@u-old~77" + (f"+label:{relabel}/0-3" if relabel else "")
+    assert api.calls[1] == f"delete:old@u-old~77 label:{label or ''}->0/0-3"
 
 
 async def test_a_job_that_changed_since_it_was_seen_is_not_reported_deleted() -> None:
-    """A 409 (the Job changed after it was observed or relabelled): no SuccessfulDelete, no fencing; the Job's
-    watch event brings the next pass, which decides again."""
+    """A 409 (the Job kept changing after it was observed or relabelled): no SuccessfulDelete, no fencing; the
+    Job's watch event brings the next pass, which decides again."""
     api, planner = FakeApi(), FakePlanner([plan(actions.DeleteJob(name="old", uid="u-old", reason="history"))])
     api.delete_results = [results.Conflict()]
     rec, store = reconciler(api, planner)
     _old_job(store, "0")
     assert await rec.reconcile(KEY) == WAKE
-    assert api.calls == ["write@1", "delete:old@u-old~77"]
+    assert api.calls == ["write@1", "delete:old@u-old~77 label:0->0/0-3"]
 
 
 @pytest.mark.parametrize(("write", "version"), [(True, "11"), (False, "1")])
