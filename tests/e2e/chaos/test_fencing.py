@@ -214,14 +214,26 @@ def test_the_api_server_refuses_stale_tokens_and_deletes_by_a_non_holder(
     cluster.wait_for(lambda: a.create(_job("unfenced", t0(1))).returncode == 0, timeout=30, message="no params")
 
 
-def _delete_as(kubeconfig: Path, namespace: str, name: str, uid: str, **how: str) -> results.DeleteResult:
+class _Sent:
+    """The requests ``ObjectsApi`` sent, as ``verb code`` (the Requester's metrics hook)."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+
+    def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
+        self.requests.append(f"{verb} {code}")
+
+
+def _delete_as(
+    kubeconfig: Path, namespace: str, name: str, uid: str, sent: _Sent | None = None, **how: str
+) -> results.DeleteResult:
     """``ObjectsApi.delete_job`` (the operator's own relabel-then-delete) with a replica's credentials."""
 
     async def delete() -> results.DeleteResult:
         api_client = connections.api_client(await connections.load_configuration(kubeconfig))
         try:
-            requester = requests.Requester(bucket=ratelimits.TokenBucket(rate=100.0, burst=100))
-            api = objects.ObjectsApi(api_client=api_client, requester=requester)
+            bucket = ratelimits.TokenBucket(rate=100.0, burst=100)
+            api = objects.ObjectsApi(api_client=api_client, requester=requests.Requester(bucket=bucket, observer=sent))
             return await api.delete_job(namespace=namespace, name=name, uid=uid, **how)
         finally:
             await api_client.close()
@@ -261,6 +273,7 @@ def test_only_the_operator_writes_the_shard_label_and_its_relabel_is_fenced(
     assert label_refused(tenant.run("label", "job", "own", f"{shard}=0"), changing)
     replace = cluster.get_json("job", "made", "-n", ns)
     del replace["metadata"]["labels"][shard]
+    del replace["metadata"]["resourceVersion"]  # an unconditional PUT: the job controller writes status meanwhile
     assert label_refused(tenant.run("replace", "-f", "-", body=replace), changing)  # a PUT without it
     assert label_refused(cluster.kubectl("label", "job", "made", "-n", ns, "--overwrite", f"{shard}=1", check=False),
                          changing)  # the admin too: only the operator  # fmt: skip
@@ -271,17 +284,15 @@ def test_only_the_operator_writes_the_shard_label_and_its_relabel_is_fenced(
     made = cluster.get_json("job", "made", "-n", ns)["metadata"]
     assert made["labels"][shard] == "0"
 
-    # The delete is bound to the Job as the deleter saw it: a change since is a 409, not a delete.
-    seen = made["resourceVersion"]
+    # The delete is bound to the Job as the deleter saw it: the API server answers a change since with a 409,
+    # and delete_job reads the Job again and deletes what that read showed.
+    seen, sent = made["resourceVersion"], _Sent()
     assert _passed(tenant.run("annotate", "job", "made", "--overwrite", "note=again"))
-    assert _delete_as(b.kubeconfig, ns, "made", made["uid"], resource_version=seen) == results.Conflict()
-
-    def current(name: str) -> str:
-        return str(cluster.get_json("job", name, "-n", ns)["metadata"]["resourceVersion"])
-
-    # As of now it passes (polled: the job controller's status writes move the version too, as in the operator).
-    cluster.wait_for(lambda: _delete_as(b.kubeconfig, ns, "made", made["uid"], resource_version=current("made"))
-                     == results.Done(), timeout=30, message="the delete bound to the current version")  # fmt: skip
+    assert _delete_as(b.kubeconfig, ns, "made", made["uid"], sent, resource_version=seen, label="0", shard="0",
+                      token=names.fencing_token(0, 5, u0)) == results.Done()  # fmt: skip
+    assert sent.requests[:2] == ["delete 409", "get 200"], sent.requests
+    assert sent.requests[-1] == "delete 200", sent.requests
+    cluster.wait_for(lambda: cluster.get_json("job", "made", "-n", ns) is None, timeout=30, message="made deleted")
 
     # A Job whose label a --shards change left stale: made for shard 1 (replica-a), its owner now in shard 0
     # (replica-b). Its delete is checked against Lease 1, so the holder of shard 0 is refused ...
@@ -290,24 +301,18 @@ def test_only_the_operator_writes_the_shard_label_and_its_relabel_is_fenced(
     assert _refused(b.run("delete", "job", "moved", "--wait=false"))
     # ... a zombie (shard 0's token from before the Lease's last transition) may not relabel it ...
     with pytest.raises(errors.ForbiddenError, match=FENCED):
-        _delete_as(a.kubeconfig, ns, "moved", moved["uid"], resource_version=moved["resourceVersion"], shard="0",
-                   token=names.fencing_token(0, 4, u0))  # fmt: skip
+        _delete_as(a.kubeconfig, ns, "moved", moved["uid"], resource_version=moved["resourceVersion"], label="1",
+                   shard="0", token=names.fencing_token(0, 4, u0))  # fmt: skip
     with pytest.raises(errors.ForbiddenError, match=FENCED):  # nor under another Lease's UID (one recreated)
-        _delete_as(b.kubeconfig, ns, "moved", moved["uid"], shard="0", token=names.fencing_token(0, 5, u1))
+        _delete_as(b.kubeconfig, ns, "moved", moved["uid"], label="1", shard="0", token=names.fencing_token(0, 5, u1))
     assert cluster.get_json("job", "moved", "-n", ns)["metadata"]["labels"][shard] == "1"
 
-    # ... and the holder relabels it under its current token and deletes what the relabel wrote (a 409 when a
-    # status write came in between; the operator's next pass, like this loop, finds the label right then).
-    def relabel_and_delete() -> bool:
-        job = cluster.get_json("job", "moved", "-n", ns)
-        if job is None:
-            return True
-        relabel = "" if job["metadata"]["labels"][shard] == "0" else "0"
-        deleted = _delete_as(b.kubeconfig, ns, "moved", moved["uid"], resource_version=current("moved"),
-                             shard=relabel, token=names.fencing_token(0, 5, u0))  # fmt: skip
-        return deleted == results.Done()
-
-    cluster.wait_for(relabel_and_delete, timeout=30, message="moved relabelled and deleted by the holder")
+    # ... and the holder relabels it under its current token and deletes what the relabel wrote.
+    sent = _Sent()
+    deleted = _delete_as(b.kubeconfig, ns, "moved", moved["uid"], sent, resource_version=moved["resourceVersion"],
+                         label="1", shard="0", token=names.fencing_token(0, 5, u0))  # fmt: skip
+    assert deleted == results.Done()
+    assert sent.requests[0] == "patch 200" and sent.requests[-1] == "delete 200", sent.requests
     cluster.wait_for(lambda: cluster.get_json("job", "moved", "-n", ns) is None, timeout=30, message="moved deleted")
 
 
