@@ -12,7 +12,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from sundial import model
-from sundial.kube import codec, errors, requests, results
+from sundial.kube import codec, errors, jobdeletes, requests, results
 from sundial.kube.ownership import controller_uid, same_attempt
 from sundial.model import names
 
@@ -257,44 +257,26 @@ class ObjectsApi:
             return results.Unexpected(owner_uid=owner)
         return results.Created(body=body)
 
-    async def delete_job(self, *, namespace: str, name: str, uid: str, shard: str = "") -> results.DeleteResult:
-        """Delete with a UID precondition (never a same-named successor or a squatter), pods in the background.
-
-        Only observed Jobs are deleted: an empty ``uid`` is refused (``ValueError``), there is no delete by
-        name alone. ``shard``: first set the Job's ``sundial.dev/shard`` label to it (the owning ScheduledJob's
-        current shard), by a merge patch that names the UID too, so the fencing policy checks the delete
-        against the right shard Lease whatever a tenant wrote there or a ``--shards`` change left behind."""
+    async def delete_job(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        uid: str,
+        resource_version: str = "",
+        label: str = "",
+        shard: str = "",
+        token: str = "",
+    ) -> results.DeleteResult:
+        """Delete the Job of this UID as seen (its ``sundial.dev/shard`` ``label`` and ``resource_version``), first
+        relabelled to ``shard`` under ``token`` when the label differs: :func:`sundial.kube.jobdeletes.delete`.
+        Only observed Jobs are deleted: an empty ``uid`` is refused (``ValueError``), no delete by name alone."""
         if not uid:
             raise ValueError(f"deleting Job {namespace}/{name} needs its UID (a delete precondition)")
-        if shard:
-            patch = {"metadata": {"uid": uid, "labels": {names.SHARD_LABEL: shard}}}
-            try:
-                await self._req.call(
-                    verb="patch",
-                    resource="jobs",
-                    request=lambda: self._batch.patch_namespaced_job(
-                        name, namespace, patch, _content_type="application/merge-patch+json",
-                        _request_timeout=requests.REQUEST_TIMEOUT,
-                    ),
-                )  # fmt: skip
-            except errors.NotFoundError:
-                return results.Done(existed=False)
-            except (errors.ConflictError, errors.InvalidError):
-                return results.Conflict()  # another Job at that name now (the UID differs)
-        options: dict[str, Any] = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
-        try:
-            await self._req.call(
-                verb="delete",
-                resource="jobs",
-                request=lambda: self._batch.delete_namespaced_job(
-                    name, namespace, body=options, _request_timeout=requests.REQUEST_TIMEOUT
-                ),
-            )
-        except errors.NotFoundError:
-            return results.Done(existed=False)
-        except errors.ConflictError:
-            return results.Conflict()
-        return results.Done()
+        job = jobdeletes.Target(namespace=namespace, name=name, uid=uid, shard=shard, token=token)
+        read = functools.partial(self.get_job, namespace=namespace, name=name)
+        first = jobdeletes.Seen(label=label, resource_version=resource_version)
+        return await jobdeletes.delete(self._batch, self._req, job, first, read=read, decode=raw_json)
 
     # Events ------------------------------------------------------------------------------------------
 

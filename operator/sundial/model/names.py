@@ -28,8 +28,9 @@ used 5 hex digits (20 bits: two long names sharing one Job group were easy to fi
 found (:func:`scheduled_job_label_values`)."""
 
 SHARD_LABEL: Final = "sundial.dev/shard"
-"""On Jobs (not their pods): the shard of the replica that created the Job, the first part of its fencing token.
-The server-side fencing policy compares a Job DELETE's requester with the holder of this shard's Lease."""
+"""On Jobs (not their pods): the shard of the replica that created the Job, the first part of its fencing token,
+or the owner's current shard set right before a delete. The server-side fencing policy compares a Job DELETE's
+requester with the holder of this shard's Lease; only the operator may write it (``<fullname>-fencing-label``)."""
 SHARD_LEASE_LABEL: Final = "sundial.dev/shard-lease"
 """On the shard Leases (``<prefix>-shard-<i>``): ``<i>``. The fencing policy's binding selects its params by it."""
 
@@ -41,9 +42,10 @@ ATTEMPT_ANNOTATION: Final = "sundial.dev/attempt"
 IDEMPOTENCY_KEY_ANNOTATION: Final = "sundial.dev/idempotency-key"
 """Stable per run across attempts and replicas."""
 FENCING_TOKEN_ANNOTATION: Final = "sundial.dev/fencing-token"
-"""``<shard>-<lease transitions>-<lease uid>`` of the replica that created the Job (also on every Event the
-operator writes; in a ScheduledJob's status it is ``status.fencingToken``). The Lease's UID makes a recreated
-Lease (``leaseTransitions`` back at 0) refuse every token of the old one; earlier builds wrote
+"""``<shard>-<lease transitions>-<lease uid>`` of the replica that created the Job (on the Job: of the one that
+relabelled it right before a delete, if one did; docs/fencing.md). Also on every Event the operator writes; in a
+ScheduledJob's status it is ``status.fencingToken``. The Lease's UID makes a recreated Lease
+(``leaseTransitions`` back at 0) refuse every token of the old one; earlier builds wrote
 ``<shard>-<lease transitions>`` (docs/fencing.md, "Upgrading")."""
 
 # Token annotations on the ScheduledJob (DESIGN §5, the Flux ``requestedAt`` pattern).

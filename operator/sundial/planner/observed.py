@@ -53,5 +53,7 @@ class ObservedJob:
     """The Failed condition's reason (BackoffLimitExceeded, DeadlineExceeded, ...) or a :class:`FailureReason`."""
     failure_message: str = ""
     shard: str = ""
-    """Its ``sundial.dev/shard`` label as observed (tenant-writable; relabelled to the current shard before a
-    delete, docs/fencing.md)."""
+    """Its ``sundial.dev/shard`` label as observed (written only by the operator, the API server refuses anyone
+    else; relabelled to the owner's current shard before a delete when it differs, docs/fencing.md)."""
+    resource_version: str = ""
+    """Its ``metadata.resourceVersion`` as observed: a delete's precondition (a 409 if it changed since)."""

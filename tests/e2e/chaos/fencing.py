@@ -1,5 +1,5 @@
-"""Server-side fencing on the sandbox: the chart's fencing policy, a ServiceAccount, and one pod-bound token
-per replica (docs/fencing.md).
+"""Server-side fencing on the sandbox: the chart's fencing policies (``<fullname>-fencing`` and
+``<fullname>-fencing-label``), a ServiceAccount, and one pod-bound token per replica (docs/fencing.md).
 
 The policy only checks requests of the operator's ServiceAccount, and its Job-DELETE rule compares the
 requesting pod's name (``authentication.kubernetes.io/pod-name``, present in tokens bound to a pod) with the
@@ -108,7 +108,15 @@ class ServerFencing:
     @property
     def policy_name(self) -> str:
         """The policy's (and its binding's) name: what ``sundial run --fencing-policy`` must be given."""
-        return next(str(doc["metadata"]["name"]) for doc in self.policy if doc["kind"] == "ValidatingAdmissionPolicy")
+        return next(name for name in self._policies() if name.endswith("-fencing"))
+
+    @property
+    def label_policy_name(self) -> str:
+        """The policy keeping the Jobs' ``sundial.dev/shard`` label the operator's (``<fullname>-fencing-label``)."""
+        return next(name for name in self._policies() if name.endswith("-fencing-label"))
+
+    def _policies(self) -> list[str]:
+        return [str(doc["metadata"]["name"]) for doc in self.policy if doc["kind"] == "ValidatingAdmissionPolicy"]
 
     @property
     def user(self) -> str:

@@ -8,7 +8,12 @@ the shard Leases say who holds what; every rule of the policy is exercised with 
   (or a newer one) they pass; an Event patch must carry the writer's token (the Event may be older);
 * a Job delete by a pod that does not hold the Job's shard Lease is refused, by the holder it passes;
 * other users (the admin), writes without a token, another release's Leases (another prefix, the same
-  labels) and a namespace without labelled Leases are not fenced.
+  labels) and a namespace without labelled Leases are not fenced;
+* the ``sundial.dev/shard`` label is the operator's (``<fullname>-fencing-label``): a real tenant with ``edit``
+  (a client certificate from the sandbox CA) may not create a Job carrying it, nor add, change or remove it,
+  and still edits and deletes its Jobs otherwise; the relabel before a delete (``ObjectsApi.delete_job``, the
+  operator's own code) is refused under a zombie's stale token, and the delete is bound to the Job's
+  ``resourceVersion``.
 
 The operator end to end (a write in flight across a takeover, refused and counted) is the zombie test in
 ``test_faults.py``.
@@ -16,6 +21,7 @@ The operator end to end (a write in flight across a takeover, refused and counte
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from collections.abc import Iterator
@@ -23,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.e2e.tenancy.users import user_kubeconfig
 
-from sundial.kube import errors
+from sundial.kube import connections, errors, objects, ratelimits, requests, results
 from sundial.model import names
 
 from .fencing import ServerFencing, helm
@@ -59,10 +66,12 @@ def _lease(name: str, shard: str, holder: str, transitions: int) -> dict[str, An
     }
 
 
-def _job(name: str, token: str | None) -> dict[str, Any]:
+def _job(name: str, token: str | None, *, label: bool = True) -> dict[str, Any]:
+    """A Job as the operator makes it: the token annotation and (LABEL) the token's shard as its label."""
     metadata: dict[str, Any] = {"name": name}
     if token is not None:
-        metadata["labels"] = {names.SHARD_LABEL: names.token_shard(token)}
+        if label:
+            metadata["labels"] = {names.SHARD_LABEL: names.token_shard(token)}
         metadata["annotations"] = {names.FENCING_TOKEN_ANNOTATION: token}
     return {
         "apiVersion": "batch/v1",
@@ -143,7 +152,8 @@ def test_the_api_server_refuses_stale_tokens_and_deletes_by_a_non_holder(
     assert _passed(a.create(_job("newer", t0(6))))
     assert _passed(a.create(_job("current-1", t1(2))))
     assert _passed(a.create(_job("untokened", None)))
-    assert _passed(cluster.kubectl("create", "-n", ns, "-f", "-", input=json.dumps(_job("admin", t0(1))), check=False))
+    admin = json.dumps(_job("admin", t0(1), label=False))  # the label is the operator's (the test below)
+    assert _passed(cluster.kubectl("create", "-n", ns, "-f", "-", input=admin, check=False))
 
     # ScheduledJob status updates: status.fencingToken.
     cluster.apply(
@@ -190,21 +200,6 @@ def test_the_api_server_refuses_stale_tokens_and_deletes_by_a_non_holder(
     # Tokens without the Lease UID (the old form) are refused unless fencing.policy.acceptLegacyTokens.
     assert _refused(a.create(_job("legacy", "0-6")))
 
-    # A relabelled Job (a tenant rewrote sundial.dev/shard to shard 1, held by replica-a): the holder of its
-    # owner's shard (replica-b, shard 0) is refused, then sets the label back by a merge patch naming the
-    # Job's UID, as the operator does before every delete, and its delete passes.
-    assert _passed(b.create(_job("relabelled", t0(6))))
-    cluster.kubectl("label", "job", "relabelled", "-n", ns, "--overwrite", f"{names.SHARD_LABEL}=1")
-    assert _refused(b.run("delete", "job", "relabelled", "--wait=false"))
-    uid = cluster.get_json("job", "relabelled", "-n", ns)["metadata"]["uid"]
-    wrong = json.dumps(
-        {"metadata": {"uid": "00000000-0000-0000-0000-000000000000", "labels": {names.SHARD_LABEL: "0"}}}
-    )
-    assert b.run("patch", "job", "relabelled", "--type=merge", "-p", wrong).returncode != 0  # the UID is checked
-    relabel = json.dumps({"metadata": {"uid": uid, "labels": {names.SHARD_LABEL: "0"}}})
-    assert _passed(b.run("patch", "job", "relabelled", "--type=merge", "-p", relabel))
-    assert _passed(b.run("delete", "job", "relabelled", "--wait=false"))
-
     # A deleted and recreated Lease (leaseTransitions back to 0) refuses every token of the old one.
     cluster.kubectl("delete", "lease", f"{PREFIX}-shard-1", "-n", ns)
     cluster.apply(_lease(f"{PREFIX}-shard-1", "1", "replica-a", 0), ns)
@@ -217,6 +212,108 @@ def test_the_api_server_refuses_stale_tokens_and_deletes_by_a_non_holder(
     # Without a labelled Lease (a fresh install, Leases not yet relabelled by an upgraded replica): allowed.
     cluster.kubectl("label", "lease", "-n", ns, "--all", f"{names.SHARD_LEASE_LABEL}-")
     cluster.wait_for(lambda: a.create(_job("unfenced", t0(1))).returncode == 0, timeout=30, message="no params")
+
+
+class _Sent:
+    """The requests ``ObjectsApi`` sent, as ``verb code`` (the Requester's metrics hook)."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+
+    def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
+        self.requests.append(f"{verb} {code}")
+
+
+def _delete_as(
+    kubeconfig: Path, namespace: str, name: str, uid: str, sent: _Sent | None = None, **how: str
+) -> results.DeleteResult:
+    """``ObjectsApi.delete_job`` (the operator's own relabel-then-delete) with a replica's credentials."""
+
+    async def delete() -> results.DeleteResult:
+        api_client = connections.api_client(await connections.load_configuration(kubeconfig))
+        try:
+            bucket = ratelimits.TokenBucket(rate=100.0, burst=100)
+            api = objects.ObjectsApi(api_client=api_client, requester=requests.Requester(bucket=bucket, observer=sent))
+            return await api.delete_job(namespace=namespace, name=name, uid=uid, **how)
+        finally:
+            await api_client.close()
+
+    return asyncio.run(delete())
+
+
+def test_only_the_operator_writes_the_shard_label_and_its_relabel_is_fenced(
+    cluster: Any, namespace: str, fencing: ServerFencing, tmp_path: Path
+) -> None:
+    ns, shard = namespace, names.SHARD_LABEL
+    a = As(cluster, fencing.kubeconfig("replica-a"), ns)
+    b = As(cluster, fencing.kubeconfig("replica-b"), ns)
+    cluster.kubectl("create", "rolebinding", "tenant-edit", "--clusterrole=edit", "--user=tenant", "-n", ns)
+    tenant = As(cluster, user_kubeconfig(cluster, user="tenant", directory=tmp_path / "users"), ns)
+    cluster.apply(_lease(f"{PREFIX}-shard-0", "0", "replica-b", 5), ns)
+    cluster.apply(_lease(f"{PREFIX}-shard-1", "1", "replica-a", 2), ns)
+    u0, u1 = (cluster.get_json("lease", f"{PREFIX}-shard-{i}", "-n", ns)["metadata"]["uid"] for i in (0, 1))
+    policy = f"ValidatingAdmissionPolicy '{fencing.label_policy_name}'"
+
+    def label_refused(result: subprocess.CompletedProcess[str], doing: str) -> bool:
+        message = result.stderr
+        return result.returncode != 0 and policy in message and f"{doing} the label {shard}:" in message
+
+    cluster.wait_for(lambda: _refused(a.create(_job("probe", names.fencing_token(0, 1, u0)))), timeout=30,
+                     message="the fencing policy in force")  # fmt: skip
+    creating = "may not create a Job carrying"
+    cluster.wait_for(lambda: label_refused(tenant.create(_job("forged", names.fencing_token(0, 5, u0))), creating),
+                     timeout=30, message="the label policy in force")  # fmt: skip
+
+    # A tenant with edit: no Job carrying the label, no change to it on any Job; other edits and deletes pass.
+    changing = "may not add, change or remove"
+    assert _passed(b.create(_job("made", names.fencing_token(0, 5, u0))))  # the operator's Job, shard 0
+    assert _passed(tenant.create(_job("own", None)))
+    assert label_refused(tenant.run("label", "job", "made", "--overwrite", f"{shard}=1"), changing)
+    assert label_refused(tenant.run("label", "job", "made", f"{shard}-"), f"user tenant {changing}")
+    assert label_refused(tenant.run("label", "job", "own", f"{shard}=0"), changing)
+    replace = cluster.get_json("job", "made", "-n", ns)
+    del replace["metadata"]["labels"][shard]
+    del replace["metadata"]["resourceVersion"]  # an unconditional PUT: the job controller writes status meanwhile
+    assert label_refused(tenant.run("replace", "-f", "-", body=replace), changing)  # a PUT without it
+    assert label_refused(cluster.kubectl("label", "job", "made", "-n", ns, "--overwrite", f"{shard}=1", check=False),
+                         changing)  # the admin too: only the operator  # fmt: skip
+    assert _passed(tenant.run("label", "job", "made", "team=a"))
+    assert _passed(tenant.run("annotate", "job", "made", "note=edited"))
+    assert _passed(tenant.run("patch", "job", "made", "--type=merge", "-p", '{"spec": {"parallelism": 2}}'))
+    assert _passed(tenant.run("delete", "job", "own", "--wait=false"))
+    made = cluster.get_json("job", "made", "-n", ns)["metadata"]
+    assert made["labels"][shard] == "0"
+
+    # The delete is bound to the Job as the deleter saw it: the API server answers a change since with a 409,
+    # and delete_job reads the Job again and deletes what that read showed.
+    seen, sent = made["resourceVersion"], _Sent()
+    assert _passed(tenant.run("annotate", "job", "made", "--overwrite", "note=again"))
+    assert _delete_as(b.kubeconfig, ns, "made", made["uid"], sent, resource_version=seen, label="0", shard="0",
+                      token=names.fencing_token(0, 5, u0)) == results.Done()  # fmt: skip
+    assert sent.requests[:2] == ["delete 409", "get 200"], sent.requests
+    assert sent.requests[-1] == "delete 200", sent.requests
+    cluster.wait_for(lambda: cluster.get_json("job", "made", "-n", ns) is None, timeout=30, message="made deleted")
+
+    # A Job whose label a --shards change left stale: made for shard 1 (replica-a), its owner now in shard 0
+    # (replica-b). Its delete is checked against Lease 1, so the holder of shard 0 is refused ...
+    assert _passed(a.create(_job("moved", names.fencing_token(1, 2, u1))))
+    moved = cluster.get_json("job", "moved", "-n", ns)["metadata"]
+    assert _refused(b.run("delete", "job", "moved", "--wait=false"))
+    # ... a zombie (shard 0's token from before the Lease's last transition) may not relabel it ...
+    with pytest.raises(errors.ForbiddenError, match=FENCED):
+        _delete_as(a.kubeconfig, ns, "moved", moved["uid"], resource_version=moved["resourceVersion"], label="1",
+                   shard="0", token=names.fencing_token(0, 4, u0))  # fmt: skip
+    with pytest.raises(errors.ForbiddenError, match=FENCED):  # nor under another Lease's UID (one recreated)
+        _delete_as(b.kubeconfig, ns, "moved", moved["uid"], label="1", shard="0", token=names.fencing_token(0, 5, u1))
+    assert cluster.get_json("job", "moved", "-n", ns)["metadata"]["labels"][shard] == "1"
+
+    # ... and the holder relabels it under its current token and deletes what the relabel wrote.
+    sent = _Sent()
+    deleted = _delete_as(b.kubeconfig, ns, "moved", moved["uid"], sent, resource_version=moved["resourceVersion"],
+                         label="1", shard="0", token=names.fencing_token(0, 5, u0))  # fmt: skip
+    assert deleted == results.Done()
+    assert sent.requests[0] == "patch 200" and sent.requests[-1] == "delete 200", sent.requests
+    cluster.wait_for(lambda: cluster.get_json("job", "moved", "-n", ns) is None, timeout=30, message="moved deleted")
 
 
 def test_an_operator_outside_the_policys_reach_reports_fencing_not_enforced(

@@ -18,10 +18,6 @@ class _Batch:
     async def delete_namespaced_job(self, name: str, namespace: str, *, body: dict[str, Any], **_: Any) -> None:
         self.calls.append((namespace, name, body))
 
-    async def patch_namespaced_job(self, name: str, namespace: str, body: dict[str, Any], **options: Any) -> None:
-        assert options["_content_type"] == "application/merge-patch+json"
-        self.calls.append((namespace, name, {"patch": body}))
-
 
 def _api() -> tuple[objects.ObjectsApi, _Batch]:
     requester = requests.Requester(bucket=ratelimits.TokenBucket(rate=1000.0, burst=1000))
@@ -46,13 +42,7 @@ async def test_a_job_is_never_deleted_by_name_alone() -> None:
     assert batch.calls == [("ns", "job", {"propagationPolicy": "Background", "preconditions": {"uid": "u1"}})]
 
 
-async def test_a_delete_with_a_shard_relabels_the_job_by_uid_first() -> None:
-    api, batch = _api()
-    assert isinstance(await api.delete_job(namespace="ns", name="job", uid="u-1", shard="3"), results.Done)
-    assert batch.calls == [
-        ("ns", "job", {"patch": {"metadata": {"uid": "u-1", "labels": {"sundial.dev/shard": "3"}}}}),
-        ("ns", "job", {"propagationPolicy": "Background", "preconditions": {"uid": "u-1"}}),
-    ]
+# The relabel before a delete and the version preconditions: test_jobdeletes.py.
 
 
 class _Response:

@@ -43,11 +43,11 @@ def render(*sets: str) -> list[dict[str, Any]]:
 
 
 def _named(manifests: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
-    # The fencing policy (<fullname>-fencing) is tested in test_fencing_policy.py.
+    # The fencing policies (<fullname>-fencing, -fencing-label) are tested in test_fencing_policy.py.
     return {
         m["metadata"]["name"]: m
         for m in manifests
-        if m["kind"] == kind and not m["metadata"]["name"].endswith("-fencing")
+        if m["kind"] == kind and not m["metadata"]["name"].endswith(("-fencing", "-fencing-label"))
     }
 
 

@@ -1,5 +1,7 @@
-"""The server-side fencing policy (docs/fencing.md): on by default in the chart and in config/default, and the
-same policy in both (config/fencing is the chart's template rendered for config/default's names)."""
+"""The server-side fencing policies (docs/fencing.md): ``<fullname>-fencing`` (the operator's writes against
+the shard Leases) and ``<fullname>-fencing-label`` (the Jobs' ``sundial.dev/shard`` label is the operator's),
+on by default in the chart and in config/default, and the same in both (config/fencing is the chart's template
+rendered for config/default's names)."""
 
 from __future__ import annotations
 
@@ -40,19 +42,25 @@ def _render(*sets: str) -> list[dict[str, Any]]:
     return [
         doc
         for doc in yaml.safe_load_all(result.stdout)
-        if doc and doc["kind"] in KINDS and doc["metadata"]["name"].endswith("-fencing")
+        if doc and doc["kind"] in KINDS and doc["metadata"]["name"].endswith(("-fencing", "-fencing-label"))
     ]
+
+
+def _named(docs: list[dict[str, Any]], kind: str, suffix: str) -> dict[str, Any]:
+    (doc,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(suffix)]
+    return doc
 
 
 def _without_labels(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for doc in docs:
         doc["metadata"].pop("labels", None)
         doc["metadata"].pop("namespace", None)
-    return sorted(docs, key=lambda doc: str(doc["kind"]))
+    return sorted(docs, key=lambda doc: (str(doc["kind"]), str(doc["metadata"]["name"])))
 
 
 def test_the_chart_installs_the_policy_by_default_for_its_own_service_account_and_leases() -> None:
-    policy, binding = sorted(_render("leaderElection.leaseNamePrefix=cron"), key=lambda doc: str(doc["kind"]))
+    docs = _render("leaderElection.leaseNamePrefix=cron")
+    policy, binding = (_named(docs, kind, "-fencing") for kind in KINDS)
     [condition] = policy["spec"]["matchConditions"]
     assert condition["expression"] == "request.userInfo.username == 'system:serviceaccount:sundial-system:sundial'"
     assert policy["spec"]["paramKind"] == {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}
@@ -64,7 +72,47 @@ def test_the_chart_installs_the_policy_by_default_for_its_own_service_account_an
     assert binding["spec"]["paramRef"]["namespace"] == "sundial-system"
     assert binding["spec"]["paramRef"]["parameterNotFoundAction"] == "Allow"
     assert binding["spec"]["validationActions"] == ["Deny"]
-    assert _render("fencing.policy.enabled=false") == []
+    assert _render("fencing.policy.enabled=false") == []  # both policies
+
+
+def test_the_operators_job_updates_are_token_checked_like_its_creates() -> None:
+    """The relabel before a delete is a Job UPDATE: the same token check as a CREATE (a zombie's is refused)."""
+    policy = _named(_render(), "ValidatingAdmissionPolicy", "-fencing")
+    jobs = next(r for r in policy["spec"]["matchConstraints"]["resourceRules"] if r["resources"] == ["jobs"])
+    assert sorted(jobs["operations"]) == ["CREATE", "DELETE", "UPDATE"]
+    token_check = policy["spec"]["validations"][0]["expression"]
+    assert token_check.startswith("request.operation == 'DELETE' ||")  # every other operation is checked
+
+
+def test_only_the_operator_may_write_the_jobs_shard_label() -> None:
+    docs = _render()
+    policy, binding = (_named(docs, kind, "-fencing-label") for kind in KINDS)
+    assert policy["metadata"]["name"] == binding["spec"]["policyName"] == "sundial-fencing-label"
+    assert "paramKind" not in policy["spec"] and "paramRef" not in binding["spec"]  # in force from the install
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    (rule,) = policy["spec"]["matchConstraints"]["resourceRules"]
+    assert (rule["apiGroups"], rule["resources"], sorted(rule["operations"])) == (
+        ["batch"], ["jobs"], ["CREATE", "UPDATE"],
+    )  # fmt: skip
+    [condition] = policy["spec"]["matchConditions"]
+    assert condition["expression"] == "request.userInfo.username != 'system:serviceaccount:sundial-system:sundial'"
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert "object.metadata.labels['sundial.dev/shard']" in variables["shard"]
+    assert variables["oldShard"].startswith("request.operation == 'UPDATE' &&")  # no oldObject on a CREATE
+    [validation] = policy["spec"]["validations"]
+    assert validation["expression"] == "variables.shard == variables.oldShard"
+    assert validation["reason"] == "Forbidden"
+    message = validation["messageExpression"]
+    assert "the label sundial.dev/shard" in message and "request.userInfo.username" in message
+    assert "sundial.dev/fenced:" not in message  # a tenant's refusal is no fencing refusal
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    assert "matchResources" not in binding["spec"]  # every namespace, as the operator watches them all
+
+
+def test_the_label_policy_covers_the_watched_namespaces_only() -> None:
+    binding = _named(_render("watchNamespaces={team-a,team-b}"), "ValidatingAdmissionPolicyBinding", "-label")
+    (selected,) = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+    assert selected == {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a", "team-b"]}
 
 
 def test_config_default_installs_the_same_policy_as_the_chart() -> None:
@@ -77,16 +125,16 @@ def test_config_default_installs_the_same_policy_as_the_chart() -> None:
     kustomized = [
         doc
         for doc in yaml.safe_load_all(built)
-        if doc and doc["kind"] in KINDS and doc["metadata"]["name"] == "sundial-fencing"
+        if doc and doc["kind"] in KINDS and doc["metadata"]["name"] in ("sundial-fencing", "sundial-fencing-label")
     ]
     rendered = _render("serviceAccount.name=sundial-operator")
-    assert len(kustomized) == 2
+    assert len(kustomized) == 4
     assert _without_labels(kustomized) == _without_labels(rendered)
 
 
 def test_tokens_must_name_the_lease_uid_unless_legacy_tokens_are_accepted() -> None:
     def token_lease(*sets: str) -> str:
-        policy = next(doc for doc in _render(*sets) if doc["kind"] == "ValidatingAdmissionPolicy")
+        policy = _named(_render(*sets), "ValidatingAdmissionPolicy", "-fencing")
         return str(next(v for v in policy["spec"]["variables"] if v["name"] == "tokenLease")["expression"])
 
     strict = token_lease()

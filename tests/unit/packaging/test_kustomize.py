@@ -13,8 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 NAMESPACE = "sundial-system"
-#: The server-side fencing policy (config/fencing), tested in test_fencing_policy.py.
-FENCING = "sundial-fencing"
+#: The server-side fencing policies (config/fencing), tested in test_fencing_policy.py.
+FENCING = ("sundial-fencing", "sundial-fencing-label")
 LAYERS = ("crd", "rbac", "manager", "prometheus", "default", "argocd-component")
 
 
@@ -71,7 +71,9 @@ def test_default_holds_the_namespace_crd_rbac_and_operator(default: list[dict[st
             "ClusterRole",
             "ClusterRoleBinding",
             "ValidatingWebhookConfiguration",
-            # config/fencing (server-side fencing):
+            # config/fencing (server-side fencing, and the Jobs' shard label kept the operator's):
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionPolicyBinding",
         ]
@@ -301,8 +303,9 @@ def _by_kind(manifests: list[dict[str, Any]], kind: str) -> dict[str, dict[str, 
 def test_the_admission_policies_are_on_and_bound(default: list[dict[str, Any]]) -> None:
     policies = _by_kind(default, "ValidatingAdmissionPolicy")
     bindings = _by_kind(default, "ValidatingAdmissionPolicyBinding")
-    for found in (policies, bindings):  # the fencing policy: test_fencing_policy.py
-        found.pop(FENCING, None)
+    for found in (policies, bindings):  # the fencing policies: test_fencing_policy.py
+        for name in FENCING:
+            found.pop(name, None)
     assert set(policies) == set(bindings) == {"sundial-requester-authority", "sundial-operator-namespace"}
     for name, binding in bindings.items():
         assert binding["spec"]["policyName"] == name
@@ -321,7 +324,7 @@ def test_the_kustomize_and_chart_policies_check_the_same(default: list[dict[str,
     chart = ROOT / "charts" / "sundial" / "templates" / "admission-policies.yaml"
     text = " ".join(chart.read_text().split())
     for name, policy in _by_kind(default, "ValidatingAdmissionPolicy").items():
-        if name == FENCING:
+        if name in FENCING:
             continue  # rendered from its own template: test_fencing_policy.py
         spec = policy["spec"]
         assert spec["matchConditions"][0]["expression"] in text, name

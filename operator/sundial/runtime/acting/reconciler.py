@@ -70,7 +70,10 @@ class ReconcilerApi(Protocol):
         self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str
     ) -> results.CreateResult: ...
 
-    async def delete_job(self, *, namespace: str, name: str, uid: str, shard: str = "") -> results.DeleteResult: ...
+    async def delete_job(
+        self, *, namespace: str, name: str, uid: str, resource_version: str = "", label: str = "", shard: str = "",
+        token: str = "",
+    ) -> results.DeleteResult: ...  # fmt: skip
 
 
 class EventSink(Protocol):
@@ -264,13 +267,15 @@ class Reconciler:
                     logger.warning("%s/%s: not deleting Job %s: never observed (no UID)", *key, action.name)
                 case actions.DeleteJob():
                     self._lead.check(shard)
-                    # The fencing policy checks a delete against the Lease its sundial.dev/shard label names: a
-                    # label a tenant rewrote (or a --shards change left stale) is set to this shard first.
-                    labelled = next((j.shard for j in self._observed(key) if j.uid == action.uid), str(shard))
-                    relabel = "" if labelled == str(shard) else str(shard)
+                    # The fencing policy checks a delete against the Lease its sundial.dev/shard label names (only
+                    # the operator writes it): a label a --shards change left stale is set to this shard first,
+                    # under its token; the delete is bound to the Job as seen or relabelled (docs/fencing.md).
+                    seen = next((j for j in self._observed(key) if j.uid == action.uid), None)
                     delete = functools.partial(
-                        self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid, shard=relabel
-                    )
+                        self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid,
+                        resource_version=seen.resource_version if seen else "", label=seen.shard if seen else "",
+                        shard=str(shard), token=self._lead.fencing_token(shard),
+                    )  # fmt: skip
                     deleted = await self._retrying(shard, delete, kind=FencedKind.JOB_DELETE)
                     if isinstance(deleted, results.Done) and deleted.existed:
                         message = f"Deleted job {action.name} ({action.reason})"

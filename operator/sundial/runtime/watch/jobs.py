@@ -70,6 +70,7 @@ def observe(body: Mapping[str, Any], *, deleted: bool = False) -> ObservedJob:
         failure_reason=reason,
         failure_message=message,
         shard=str((meta.get("labels") or {}).get(names.SHARD_LABEL) or ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
     )
 
 

@@ -53,6 +53,7 @@ def body(rv: str = "1") -> dict[str, Any]:
 class FakeApi:
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self.delete_results: list[results.DeleteResult] = []
         self.write_results: list[results.WriteResult] = []
         self.create_results: list[results.CreateResult] = []
         self.create_errors: list[Exception] = []
@@ -86,9 +87,19 @@ class FakeApi:
             return self.create_results.pop(0)
         return results.Created(body={"metadata": {**manifest["metadata"], "namespace": namespace, "uid": "j"}})
 
-    async def delete_job(self, *, namespace: str, name: str, uid: str, shard: str = "") -> results.DeleteResult:
-        self.calls.append(f"delete:{name}@{uid}" + (f"+label:{shard}" if shard else ""))
-        return results.Done()
+    async def delete_job(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        uid: str,
+        resource_version: str = "",
+        label: str = "",
+        shard: str = "",
+        token: str = "",
+    ) -> results.DeleteResult:
+        self.calls.append(f"delete:{name}@{uid}~{resource_version} label:{label}->{shard}/{token}")
+        return self.delete_results.pop(0) if self.delete_results else results.Done()
 
 
 class FakeEvents:
@@ -239,20 +250,37 @@ async def test_delete_job_carries_the_uid_precondition_and_reports_successful_de
     api, planner = FakeApi(), FakePlanner([plan(actions.DeleteJob(name="old", uid="u-old", reason="history"))])
     rec, _ = reconciler(api, planner)
     await rec.reconcile(KEY)
-    assert api.calls[:2] == ["write@1", "delete:old@u-old"]
+    assert api.calls[:2] == ["write@1", "delete:old@u-old~ label:->0/0-3"]  # never seen: no label, no version
     assert api.calls[2].endswith("SuccessfulDelete")
 
 
-@pytest.mark.parametrize(("label", "relabel"), [("0", ""), ("7", "0"), (None, "0")])
-async def test_a_delete_first_sets_the_shard_label_to_the_owners_current_shard(label: str | None, relabel: str) -> None:
-    """The fencing policy checks a Job delete against the Lease its sundial.dev/shard label names: a label a
-    tenant rewrote (or a --shards change left behind) is set to the owner's shard first, in the same call."""
+def _old_job(store: Store, label: str | None) -> None:
+    labels = {names.SCHEDULED_JOB_LABEL: "nightly"} | ({names.SHARD_LABEL: label} if label is not None else {})
+    meta = {"name": "old", "namespace": "team-a", "uid": "u-old", "resourceVersion": "77", "labels": labels}
+    store.put_job({"metadata": meta})
+
+
+@pytest.mark.parametrize("label", ["0", "7", None])
+async def test_a_delete_names_the_owners_shard_and_token_and_the_job_as_seen(label: str | None) -> None:
+    """The fencing policy checks a Job delete against the Lease its sundial.dev/shard label names: the delete
+    gets the label and version observed, the owner's current shard and its token (a label a --shards change
+    left behind, or none, is set to that shard first: tests/unit/kube/test_jobdeletes.py)."""
     api, planner = FakeApi(), FakePlanner([plan(actions.DeleteJob(name="old", uid="u-old", reason="history"))])
     rec, store = reconciler(api, planner)
-    labels = {names.SCHEDULED_JOB_LABEL: "nightly"} | ({names.SHARD_LABEL: label} if label is not None else {})
-    store.put_job({"metadata": {"name": "old", "namespace": "team-a", "uid": "u-old", "labels": labels}})
+    _old_job(store, label)
     await rec.reconcile(KEY)
-    assert api.calls[1] == "delete:old@u-old" + (f"+label:{relabel}" if relabel else "")
+    assert api.calls[1] == f"delete:old@u-old~77 label:{label or ''}->0/0-3"
+
+
+async def test_a_job_that_changed_since_it_was_seen_is_not_reported_deleted() -> None:
+    """A 409 (the Job kept changing after it was observed or relabelled): no SuccessfulDelete, no fencing; the
+    Job's watch event brings the next pass, which decides again."""
+    api, planner = FakeApi(), FakePlanner([plan(actions.DeleteJob(name="old", uid="u-old", reason="history"))])
+    api.delete_results = [results.Conflict()]
+    rec, store = reconciler(api, planner)
+    _old_job(store, "0")
+    assert await rec.reconcile(KEY) == WAKE
+    assert api.calls == ["write@1", "delete:old@u-old~77 label:0->0/0-3"]
 
 
 @pytest.mark.parametrize(("write", "version"), [(True, "11"), (False, "1")])
