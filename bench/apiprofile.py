@@ -3,17 +3,19 @@ then each sample's stack classified by the API server's own functions into reque
 
 The sandbox runs the API server with ``--profiling=false`` and its binaries are stripped (``-s -w``), so this
 samples from outside (``perf``, frame pointers, which Go keeps) and names the frames with ``go tool addr2line``
-(Go's pc-line table stays in a stripped binary). A sample counts for the first of these its stack holds: a
-watch being served (inside ``ListResource``); a request handler (``handlers.CreateResource`` ..., the
-outermost one), of a custom resource when ``crdHandler`` is in the stack (``serveStatus``: its status
-subresource); the watch cache's fan-out goroutines; Go's background GC, the etcd client, HTTP/TLS outside a
-handler. Built-in creates are not split by resource (a Job POST, a pod POST, a binding and an Event run the
-same handler): the request counts beside them say how many of each there were.
+(Go's pc-line table stays in a stripped binary). A request runs in two goroutines (the handler chain under
+the timeout filter, and the storage call under ``finisher.finishRequest``); a sample of either counts for the
+request's verb (``handlers.CreateResource``, ``handlers.(*patcher)`` ...), of a custom resource (its status
+subresource: ``customresource.(*StatusREST)``) or of a built-in kind when a frame names the type (generated
+(un)marshalling, conversion, its registry package; otherwise "kind not in the stack": a Job POST, a pod POST,
+a binding and an Event run the same generic code). The other goroutines: serving watches, the watch pipeline
+(etcd watch, watch cache, fan-out), the request filters before a handler, Go's GC, HTTP/TLS, the etcd client.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import struct
@@ -26,28 +28,44 @@ PERF = shutil.which("perf")
 GO = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
 RATE_HZ = 199
 
-VERBS = (
+VERBS = (  # the request's verb, from the handler goroutine's or the storage goroutine's frames
+    ("handlers.(*patcher)", "patch"),
+    ("handlers.PatchResource", "patch"),
     ("handlers.CreateResource", "create"),
+    ("handlers.CreateNamedResource", "create"),
     ("handlers.createHandler", "create"),
     ("handlers.UpdateResource", "update"),
-    ("handlers.PatchResource", "patch"),
     ("handlers.DeleteResource", "delete"),
-    ("handlers.DeleteCollection", "deletecollection"),
+    ("handlers.DeleteCollection", "delete"),
     ("handlers.GetResource", "get"),
     ("handlers.getResourceHandler", "get"),
     ("handlers.ListResource", "list"),
 )
 WATCH = ("handlers.serveWatch", "(*WatchServer)")
-BACKGROUND = (
-    ("storage/cacher.", "watch cache: decoding and fan-out"),
-    ("storage/etcd3.", "etcd client (outside a handler)"),
-    ("go.etcd.io/etcd/client", "etcd client (outside a handler)"),
+CUSTOM = ("apiextensions-apiserver/pkg/registry/customresource", "crdHandler")
+STATUS = ("customresource.(*StatusREST)", "crdHandler).serveStatus")
+#: A built-in kind named by a frame: generated (un)marshalling or conversion of the type, or its registry package.
+KIND = re.compile(
+    r"k8s\.io/api/(?P<g1>\w+)/v\w+\.\(\*(?P<k1>[A-Z]\w+)\)"
+    r"|Convert_(?P<g2>[a-z]+)_(?P<k2>[A-Z]\w+?)_To_"
+    r"|pkg/registry/(?!generic/|rest/)(?P<g3>\w+)/(?P<k3>\w+)[./]"
+)
+BACKGROUND = (  # goroutines serving no one request
+    ("filters.(*timeoutHandler)", "request filters (authentication, authorization, flow control, audit)"),
+    ("storage/cacher.", "watch pipeline (etcd watch, watch cache, fan-out)"),
+    ("storage/etcd3.", "watch pipeline (etcd watch, watch cache, fan-out)"),
+    ("etcd/client/v3.(*watch", "watch pipeline (etcd watch, watch cache, fan-out)"),
     ("runtime.gcBgMarkWorker", "Go GC (background)"),
+    ("runtime.gcBgMarkStartWorkers", "Go GC (background)"),
     ("runtime.bgsweep", "Go GC (background)"),
     ("runtime.bgscavenge", "Go GC (background)"),
-    ("net/http.(*conn).serve", "HTTP/TLS outside a handler"),
-    ("crypto/tls.", "HTTP/TLS outside a handler"),
-    ("http2.", "HTTP/TLS outside a handler"),
+    ("net/http.(*Server)", "HTTP and TLS (connections, framing)"),
+    ("net/http.(*conn", "HTTP and TLS (connections, framing)"),
+    ("http2.(*serverConn)", "HTTP and TLS (connections, framing)"),
+    ("grpc", "etcd client (gRPC)"),
+    ("runtime.morestack", "Go runtime (scheduler, stacks)"),
+    ("runtime.mcall", "Go runtime (scheduler, stacks)"),
+    ("runtime.mstart", "Go runtime (scheduler, stacks)"),
 )
 
 
@@ -133,15 +151,21 @@ def resolve(binary: Path, addresses: list[int]) -> list[str]:
 
 
 def classify(stack: list[str]) -> str:
-    crd = any("crdHandler" in frame for frame in stack)
-    status = any("crdHandler).serveStatus" in frame for frame in stack)
+    """The kind of work one sample's STACK (outermost frame first) was doing; see the module's docstring."""
     if any(marker in frame for frame in stack for marker in WATCH):  # a WATCH is served inside ListResource
         return "watch: serving events"
-    for frame in stack:
-        for marker, verb in VERBS:
-            if marker in frame:
-                what = "custom resource status" if status else "custom resource" if crd else "built-in"
-                return f"{verb} ({what})"
+    verb = next((v for frame in stack for marker, v in VERBS if marker in frame), None)
+    if verb is not None:
+        if any(marker in frame for frame in stack for marker in STATUS):
+            return f"{verb} custom resource status"
+        if any(marker in frame for frame in stack for marker in CUSTOM):
+            return f"{verb} custom resource"
+        for frame in stack:
+            if found := KIND.search(frame):
+                group = found["g1"] or found["g2"] or found["g3"]
+                kind = (found["k1"] or found["k2"] or found["k3"]).lower()
+                return f"{verb} built-in {group}/{kind.removesuffix('s')}"
+        return f"{verb} built-in (kind not in the stack)"
     for frame in stack:
         for marker, kind in BACKGROUND:
             if marker in frame:

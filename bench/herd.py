@@ -9,6 +9,13 @@ Lag = the independent watcher's receive time of a Job's ADDED event - the Job's 
 With ``priority_share`` > 0 (``--set herd_priority_share=0.1``) that share of Sundial's objects (every
 k-th one, spread over the namespaces) has ``spec.priority: 100`` and the report adds ``priority``: the
 lag summaries and the time to the last Job of the high-priority share and of the rest (DESIGN §4.3).
+
+Each contender is measured in two windows: the **instant** (1 s before the nominal time until the watcher has
+seen the last Job) and, with ``settle_writes`` (the cost scenario), the **whole** (just before the objects are
+created until the API server's writes have settled): CPU seconds of the operator, the API server and the
+controller manager, the API server's requests and handler time by kind (:mod:`bench.window`), and, where
+``perf`` and ``go`` are found (``--set apiserver_profile=0`` to skip), a CPU profile of the API server over the
+instant classified by request kind (:mod:`bench.apiprofile`).
 """
 
 from __future__ import annotations
@@ -86,10 +93,12 @@ class Herd:
         settle_writes: bool = False,
         name: str = "herd",
         priority_share: float = 0.0,
+        apiserver_profile: bool = True,
     ) -> None:
         self.out, self.n, self.k = out, n, namespaces
         self.operator_args, self.kcm_raised, self.contenders = operator_args, kcm_raised, contenders
         self.profile, self.settle_writes, self.name = profile, settle_writes, name
+        self.apiserver_profile = apiserver_profile and apiprofile.available()
         self.priority_every = round(1 / priority_share) if priority_share > 0 else 0
         self.seconds_precision = not any(c.startswith("cronjob") for c in contenders)
 
@@ -157,7 +166,7 @@ class Herd:
         await wait_until(at - 1.0)
         # "instant": from 1 s before the nominal time until the watcher has seen the last Job
         perf_data = self.out / f"{self.name}-{contender}-apiserver.perf"
-        perf = apiprofile.start(pids["apiserver"], perf_data) if self.profile else None
+        perf = apiprofile.start(pids["apiserver"], perf_data) if self.apiserver_profile else None
         instant_before = await window.take(api, pids, operator)
         result["load_at_nominal"] = env.load()
         if contender == "raw":

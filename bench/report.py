@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -39,6 +40,17 @@ def _cdf(ax: Any, values: list[float], label: str) -> None:
     ax.step(ordered, [(i + 1) / n for i in range(n)], where="post", label=f"{label} (n={n})")
 
 
+TICKS = (0, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500)
+
+
+def _lag_axis(ax: Any) -> None:
+    """Lags from sub-second (raw) to minutes (CronJob at defaults) on one axis: linear below 1 s, log above."""
+    ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
+    top = max((line.get_xdata()[-1] for line in ax.get_lines() if len(line.get_xdata())), default=1.0)
+    ax.set_xticks([t for t in TICKS if t <= max(1.0, float(top) * 1.5)])
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+
+
 def plots(results: dict[str, Any], out: Path) -> list[str]:
     made: list[str] = []
     herd = results.get("scenarios", {}).get("herd", {})
@@ -47,7 +59,7 @@ def plots(results: dict[str, Any], out: Path) -> list[str]:
         fig, ax = plt.subplots(figsize=(8, 5))
         for name, data in contenders.items():
             _cdf(ax, data.get("lags", []), name)
-        ax.set_xscale("symlog", linthresh=1.0)
+        _lag_axis(ax)
         ax.set_xlabel("lag: nominal time -> Job seen by the independent watch (s)")
         ax.set_ylabel("fraction of Jobs")
         ax.set_title(f"herd: {herd.get('n')} objects due at the same instant")
@@ -72,7 +84,7 @@ def plots(results: dict[str, Any], out: Path) -> list[str]:
         fig, ax = plt.subplots(figsize=(8, 5))
         for name, data in steady.items():
             _cdf(ax, data.get("lags", []), name)
-        ax.set_xscale("symlog", linthresh=1.0)
+        _lag_axis(ax)
         ax.set_xlabel("lag (s)")
         ax.set_ylabel("fraction of runs")
         ax.set_title(f"steady: {results['scenarios']['steady'].get('m')} objects due at second 0 of every minute")
@@ -146,10 +158,11 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
              "operator CPU ms/run", "KCM CPU ms/run", "apiserver CPU ms/run", "load before"],
             rows,
         )  # fmt: skip
-        rows = [[name, _cpu(d.get("cpu_ms_per_run_instant", {})), _load(d.get("load_during"))]
+        rows = [[name, _cpu(d.get("cpu_ms_per_run_instant", {})),
+                 ", ".join(_f(load[0]) for load in d.get("load_during", []))]
                 for name, d in steady["contenders"].items()]  # fmt: skip
         lines += ["CPU per run in each minute's instant (1 s before until that minute's last Job):", ""]
-        lines += _table(["contender", "CPU ms per run at the instant", "load each minute"], rows)
+        lines += _table(["contender", "CPU ms per run at the instant", "1-minute load, each minute"], rows)
     scale = scen.get("scale", {})
     if "n" in scale:
         lines += [f"## scale: {scale.get('sj_count')} idle ScheduledJobs / {scale.get('cj_count')} idle CronJobs", ""]

@@ -1,7 +1,8 @@
 """The six scenarios and their sizes. Each runs on its own fresh sandbox.
 
 Besides the size's keys, ``--set`` takes ``herd_contenders`` (default ``raw,sundial,cronjob-default,
-cronjob-raised``), ``steady_contenders`` (``raw,sundial,cronjob``), ``scale_cronjobs`` (``1``; ``0`` measures
+cronjob-raised``), ``steady_contenders`` (``raw,sundial,cronjob``), ``apiserver_profile`` (``1``: perf on the API server
+during each herd when perf and go are found), ``scale_cronjobs`` (``1``; ``0`` measures
 the operator only) and ``sundial_args`` (extra operator flags, split on spaces)."""
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             contenders=contenders,
             profile=profile,
             priority_share=float(params.get("herd_priority_share", 0.0)),
+            apiserver_profile=bool(int(params.get("apiserver_profile", 1))),
         ).run()
     if name == "cost":
         result = Herd(
@@ -80,6 +82,7 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             contenders=["raw", "sundial", "cronjob-default"],
             settle_writes=True,
             name="cost",
+            apiserver_profile=bool(int(params.get("apiserver_profile", 1))),
         ).run()
         return cost.first_run(result)
     if name == "steady":

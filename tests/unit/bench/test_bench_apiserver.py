@@ -66,25 +66,34 @@ def test_requests_per_run_over_raw_keep_the_contenders_job_post_and_split_events
     }
 
 
-def test_profile_stacks_are_classified_by_the_outermost_handler() -> None:
-    conn = ["runtime.goexit", "net/http.(*conn).serve"]
+def test_profile_stacks_are_classified_by_request_kind() -> None:
+    conn = ["runtime.goexit", "k8s.io/apiserver/pkg/server/filters.(*timeoutHandler).ServeHTTP.func1"]
+    storage = ["runtime.goexit", "k8s.io/apiserver/pkg/endpoints/handlers/finisher.finishRequest.func1"]
     crd = "k8s.io/apiextensions-apiserver/pkg/apiserver.(*crdHandler).ServeHTTP"
-    status = "k8s.io/apiextensions-apiserver/pkg/apiserver.(*crdHandler).serveStatus"
-    update = "k8s.io/apiserver/pkg/endpoints/handlers.UpdateResource.func1"
-    create = "k8s.io/apiserver/pkg/endpoints/handlers.CreateResource.createHandler.func1"
-    listing = "k8s.io/apiserver/pkg/endpoints/handlers.ListResource.func1"
+    patcher = "k8s.io/apiserver/pkg/endpoints/handlers.(*patcher).patchResource.func3"
+    status = "k8s.io/apiextensions-apiserver/pkg/registry/customresource.(*StatusREST).Update"
+    cacher = "k8s.io/apiserver/pkg/storage/cacher.(*CacheDelegator).GuaranteedUpdate"  # inside the request
+    create = "k8s.io/apiserver/pkg/endpoints/handlers.CreateResource.createHandler.func1.2"
+    store = "k8s.io/apiserver/pkg/registry/generic/registry.(*Store).Create"
     watch = "k8s.io/apiserver/pkg/endpoints/handlers.serveWatch"
-    assert apiprofile.classify([*conn, crd, status, update, "encoding/json.Marshal"]) == (
-        "update (custom resource status)"
-    )
-    assert apiprofile.classify([*conn, create, "[kernel.kallsyms]"]) == "create (built-in)"
-    assert apiprofile.classify([*conn, crd, create]) == "create (custom resource)"
-    assert apiprofile.classify([*conn, listing, watch, "crypto/tls.(*Conn).Write"]) == "watch: serving events"
-    assert apiprofile.classify(["runtime.goexit", "k8s.io/apiserver/pkg/storage/cacher.(*Cacher).dispatchEvents"]) == (
-        "watch cache: decoding and fan-out"
-    )
-    assert apiprofile.classify(["runtime.gcBgMarkWorker", "runtime.gcDrain"]) == "Go GC (background)"
-    assert apiprofile.classify(["[kernel.kallsyms]"]) == "kernel only"
+    listing = "k8s.io/apiserver/pkg/endpoints/handlers.ListResource.func1"
+    cases = {
+        (*storage, patcher, status, cacher, "encoding/json.Marshal"): "patch custom resource status",
+        (*conn, crd, "k8s.io/apiserver/pkg/endpoints/handlers.PatchResource.func1"): "patch custom resource",
+        (*storage, create, store, "k8s.io/api/batch/v1.(*Job).Marshal"): "create built-in batch/job",
+        (*storage, create, store, "[kernel.kallsyms]"): "create built-in (kind not in the stack)",
+        (*conn, listing, watch, "crypto/tls.(*Conn).Write"): "watch: serving events",
+        (*conn, "k8s.io/apiserver/pkg/endpoints/filters.WithAuthorization.func1"): (
+            "request filters (authentication, authorization, flow control, audit)"
+        ),
+        ("runtime.goexit", "k8s.io/apiserver/pkg/storage/cacher.(*Cacher).dispatchEvents"): (
+            "watch pipeline (etcd watch, watch cache, fan-out)"
+        ),
+        ("runtime.goexit", "runtime.gcBgMarkStartWorkers.gowrap1", "runtime.gcDrain"): "Go GC (background)",
+        ("[kernel.kallsyms]",): "kernel only",
+    }
+    for stack, kind in cases.items():
+        assert apiprofile.classify(list(stack)) == kind, stack
 
 
 def test_the_load_base_of_an_elf_binary_is_its_first_load_segment(tmp_path: Path) -> None:
