@@ -38,6 +38,7 @@ from bench.stats import summary
 
 HIGH_PRIORITY = 100
 PY_SPY = str(Path(sys.executable).parent / "py-spy")
+RAW_CONNECTIONS = 200  # the raw client's connections and requests in flight
 KCM_DEFAULT = ("--kube-api-qps=20", "--kube-api-burst=30")  # the controller manager's defaults, made explicit
 
 
@@ -163,27 +164,9 @@ class Herd:
                  "--output", str(self.out / f"{self.name}-profile.txt"), "--nonblocking"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
-        await wait_until(at - 1.0)
-        # "instant": from 1 s before the nominal time until the watcher has seen the last Job
-        perf_data = self.out / f"{self.name}-{contender}-apiserver.perf"
-        perf = apiprofile.start(pids["apiserver"], perf_data) if self.apiserver_profile else None
-        instant_before = await window.take(api, pids, operator)
-        result["load_at_nominal"] = env.load()
-        if contender == "raw":
-            raw_api = Api(creds_of(api), connections=200, user_agent="bench-raw")
-            bodies = [(job_path(ns), plain_job(name, stamp)) for ns, name in names]
-            async with raw_api:
-                await wait_until(at)
-                result["client_seconds"] = round(await raw_api.create_many(bodies, concurrency=200), 3)
-        wanted = set(namespaces)
-        timeout = max(120.0, self.n * 0.35)
-        while time.time() - at < timeout:
-            if sum(1 for r in watch.records() if r["namespace"] in wanted) >= self.n:
-                break
-            await asyncio.sleep(0.5)
-        instant_after = await window.take(api, pids, operator)
-        apiprofile.stop(perf)
-        result["load_after"] = env.load()
+        instant_before, instant_after, perf_data = await self._instant(
+            api, watch, contender=contender, names=names, stamp=stamp, pids=pids, operator=operator, result=result
+        )
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(30)
@@ -191,11 +174,11 @@ class Herd:
             result["settle_seconds"] = round(await settle(api, limit=max(90.0, self.n * 0.6)), 1)
             result["load_settled"] = env.load()
         whole_after = await window.take(api, pids, operator) if self.settle_writes else instant_after
-        values, mine = lags(watch.records(), wanted)
+        values, mine = lags(watch.records(), set(namespaces))
         result["instant"] = window.between(instant_before, instant_after, len(mine))
         result["whole"] = window.between(whole_before, whole_after, len(mine))
         result["cpu_seconds"] = result["instant"]["cpu_seconds"]
-        if perf is not None:
+        if perf_data is not None:
             binary = Path(os.readlink(f"/proc/{pids['apiserver']}/exe"))
             try:
                 result["apiserver_profile"] = apiprofile.breakdown(
@@ -221,9 +204,51 @@ class Herd:
         result["cleanup_seconds"] = round(await api.delete_namespaces(namespaces), 1)
         return result
 
+    async def _instant(
+        self,
+        api: Api,
+        watch: env.JobWatch,
+        *,
+        contender: str,
+        names: list[tuple[str, str]],
+        stamp: str,
+        pids: dict[str, int],
+        operator: env.Operator | None,
+        result: dict[str, Any],
+    ) -> tuple[window.Snapshot, window.Snapshot, Path | None]:
+        """From 1 s before the nominal time STAMP until the watcher has seen the last Job: the snapshots at both
+        ends and the API server's perf data (None without). The raw client POSTs its Jobs at the instant, their
+        bodies made and its connections opened before it, as an operator's are."""
+        at = env.parse_rfc3339(stamp)
+        perf_data = self.out / f"{self.name}-{contender}-apiserver.perf"
+        async with contextlib.AsyncExitStack() as stack:
+            raw_api: Api | None = None
+            if contender == "raw":
+                bodies = [(job_path(ns), plain_job(name, stamp)) for ns, name in names]
+                raw_api = Api(api.creds, connections=RAW_CONNECTIONS, user_agent="bench-raw")
+                await stack.enter_async_context(raw_api)
+                await raw_api.warm(RAW_CONNECTIONS)
+            await wait_until(at - 1.0)
+            perf = apiprofile.start(pids["apiserver"], perf_data) if self.apiserver_profile else None
+            before = await window.take(api, pids, operator)
+            result["load_at_nominal"] = env.load()
+            if raw_api is not None:
+                await wait_until(at)
+                result["client_seconds"] = round(await raw_api.create_many(bodies, concurrency=RAW_CONNECTIONS), 3)
+        wanted = {ns for ns, _ in names}
+        timeout = max(120.0, self.n * 0.35)
+        while time.time() - at < timeout:
+            if sum(1 for r in watch.records() if r["namespace"] in wanted) >= self.n:
+                break
+            await asyncio.sleep(0.5)
+        after = await window.take(api, pids, operator)
+        apiprofile.stop(perf)
+        result["load_after"] = env.load()
+        return before, after, perf_data if perf is not None else None
+
     def _nominal(self, contender: str) -> datetime:
-        if contender == "raw":
-            return datetime.fromtimestamp(math.ceil(time.time() + 3), UTC)
+        if contender == "raw":  # time to open the raw client's connections first
+            return datetime.fromtimestamp(math.ceil(time.time() + 6), UTC)
         if self.seconds_precision:  # Sundial only: a 6-field cron, no wait for a whole minute
             return datetime.fromtimestamp(math.ceil(time.time() + 20 + self.n / 40), UTC)
         return minute_after(25 + self.n / 40)
@@ -289,10 +314,6 @@ async def _delete_all(api: Api, namespaces: list[str], path: Any) -> None:
     for ns in namespaces:
         with contextlib.suppress(Exception):  # best effort before the namespace goes
             await api.call("DELETE", path(ns))
-
-
-def creds_of(api: Api) -> Any:
-    return api.creds
 
 
 def _brief(result: dict[str, Any]) -> str:

@@ -1,9 +1,10 @@
 """The six scenarios and their sizes. Each runs on its own fresh sandbox.
 
 Besides the size's keys, ``--set`` takes ``herd_contenders`` (default ``raw,sundial,cronjob-default,
-cronjob-raised``), ``steady_contenders`` (``raw,sundial,cronjob``), ``apiserver_profile`` (``1``: perf on the API server
-during each herd when perf and go are found), ``scale_cronjobs`` (``1``; ``0`` measures
-the operator only) and ``sundial_args`` (extra operator flags, split on spaces)."""
+cronjob-raised``), ``steady_contenders`` (``raw,sundial,cronjob``), ``cost_contenders``
+(``raw,sundial,cronjob-default``; raw is the baseline and must stay), ``apiserver_profile`` (``1``: perf on
+the API server during each herd when perf and go are found), ``scale_cronjobs`` (``1``; ``0`` measures the
+operator only) and ``sundial_args`` (extra operator flags, split on spaces)."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
                 params["sundial_qps"], params["sundial_burst"], extra=params.get("sundial_args", "")
             ),
             kcm_raised=kcm_raised(params["sundial_qps"], params["sundial_burst"]),
-            contenders=["raw", "sundial", "cronjob-default"],
+            contenders=str(params.get("cost_contenders", "raw,sundial,cronjob-default")).split(","),
             settle_writes=True,
             name="cost",
             apiserver_profile=bool(int(params.get("apiserver_profile", 1))),

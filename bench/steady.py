@@ -1,7 +1,8 @@
 """steady: M objects firing every minute for T minutes, per contender, on one fresh sandbox.
 
 Contenders, in this order, each in its own namespaces (deleted before the next starts): ``raw`` (no scheduler:
-at second 0 of each minute the bench POSTs M Jobs, bodies made before the instant, 200 in flight, the floor a
+at second 0 of each minute the bench POSTs M Jobs, bodies made and connections opened before the instant,
+200 in flight, the floor a
 same-second herd of M has on this machine), ``sundial`` (the operator, M ScheduledJobs ``* * * * *``),
 ``cronjob`` (M CronJobs at the controller manager's default client QPS).
 
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import env, window
-from bench.herd import _delete_all, minute_after, wait_until
+from bench.herd import RAW_CONNECTIONS, _delete_all, minute_after, wait_until
 from bench.kube import Api, Credentials, cj_path, credentials, cron_job, job_path, plain_job, scheduled_job, sj_path
 from bench.stats import summary
 
@@ -132,13 +133,15 @@ class Steady:
     async def _raw_client(self, creds: Credentials, names: list[tuple[str, str]], first: float) -> list[float]:
         """At second 0 of each minute of the window, M Job POSTs (bodies made before); the seconds each took."""
         took: list[float] = []
-        async with Api(creds, connections=200, user_agent="bench-raw") as raw:
+        async with Api(creds, connections=RAW_CONNECTIONS, user_agent="bench-raw") as raw:
             for minute in range(self.minutes):
                 at = first + 60 * minute
                 stamp = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
                 bodies = [(job_path(ns), plain_job(f"{name}-{int(at) // 60}", stamp)) for ns, name in names]
+                await wait_until(at - 4)
+                await raw.warm(RAW_CONNECTIONS)  # connections open before the instant, as an operator's are
                 await wait_until(at)
-                took.append(round(await raw.create_many(bodies, concurrency=200), 3))
+                took.append(round(await raw.create_many(bodies, concurrency=RAW_CONNECTIONS), 3))
         return took
 
     async def _minute_seen(self, watch: env.JobWatch, wanted: set[str], at: float) -> None:
