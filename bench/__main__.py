@@ -1,5 +1,8 @@
 """``python -m bench run [--scenario herd|steady|scale|cost|failover|neighbour|all] [--size smoke|small|full]
-[--out DIR] [--latest docs/benchmarks/latest.json]``."""
+[--set KEY=VALUE] [--out DIR] [--latest docs/benchmarks/latest.json | --no-latest]``.
+
+Each scenario's headline numbers are merged into ``--latest`` (``bench/latest.py``); a full-size run writes
+``docs/benchmarks/latest.json`` unless ``--no-latest``, a smaller one only when ``--latest`` is given."""
 
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import env, report, scenarios
+from bench import env, latest, report, scenarios
 
 SCENARIOS = ("herd", "steady", "scale", "cost", "failover", "neighbour")
+LATEST = env.REPO / "docs" / "benchmarks" / "latest.json"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,8 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("--load-wait", type=float, default=900.0)
     run.add_argument(
-        "--latest", type=Path, default=None, help="merge each scenario's headline numbers into this JSON file"
+        "--latest",
+        type=Path,
+        default=None,
+        help=f"merge each scenario's headline numbers into this JSON file (default with --size full: {LATEST})",
     )
+    run.add_argument("--no-latest", action="store_true", help="write no results file, whatever the size")
     sub.add_parser("report", help="re-render report.md and plots of a results folder").add_argument("folder", type=Path)
     args = parser.parse_args(argv)
     # Background shells ignore SIGINT; make SIGINT and SIGTERM unwind (operators, watchers, sandboxes stopped).
@@ -75,24 +83,31 @@ def main(argv: list[str] | None = None) -> int:
         )
         results["scenarios"][name] = result
         results_path.write_text(json.dumps(results, indent=1), encoding="utf-8")
-        if args.latest is not None and result.get("latest"):
-            _record_latest(args.latest, name, result, size=args.size)
+        latest_path = args.latest if args.latest is not None else (LATEST if args.size == "full" else None)
+        if latest_path is not None and not args.no_latest:
+            label = _label(args, argv, params, result)
+            written = latest.record(latest_path, name, result, label)
+            if written:
+                print(f"{latest_path}: {', '.join(written)} from {name}", flush=True)
         report.render(results, out)
     print(f"results: {out}", flush=True)
     return 0
 
 
-def _record_latest(path: Path, name: str, result: dict[str, Any], *, size: str) -> None:
-    """Set ``path``'s key ``name`` to the scenario's headline numbers (the other keys are kept)."""
-    latest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    latest[name] = {
-        **result["latest"],
-        "size": size,
+def _label(
+    args: argparse.Namespace, argv: list[str] | None, params: dict[str, Any], result: dict[str, Any]
+) -> dict[str, Any]:
+    """What a results-file section says about the run it came from."""
+    return {
+        "size": args.size,
+        "set": args.set,
+        "params": params,
         "started": result["started"],
+        "wall_seconds": result["wall_seconds"],
+        "loadavg_end": result["load_end"],
         "machine": env.machine(),
+        "command": " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])]),
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(latest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _wait_for_load(limit: float, wait: float) -> float:

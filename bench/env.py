@@ -59,9 +59,10 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """PID's resident set (``field="VmHWM"``: its high-water mark since start) in MB."""
     for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return round(int(line.split()[1]) / 1024, 1)
     return 0.0
 
@@ -180,13 +181,15 @@ def operator_requests(text: str, *, with_code: bool = True) -> dict[str, float]:
     return totals
 
 
-def parse_requests(text: str) -> dict[tuple[str, str, str], float]:
-    """``apiserver_request_total`` summed by (verb, group/resource, subresource)."""
+def parse_requests(text: str, metric: str = "apiserver_request_total") -> dict[tuple[str, str, str], float]:
+    """``apiserver_request_total`` (or another METRIC with those labels, e.g.
+    ``apiserver_request_duration_seconds_sum``) summed by (verb, group/resource, subresource)."""
     totals: dict[tuple[str, str, str], float] = defaultdict(float)
+    prefix = metric + "{"
     for line in text.splitlines():
-        if not line.startswith("apiserver_request_total{"):
+        if not line.startswith(prefix):
             continue
-        labels_text, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
+        labels_text, value = line[len(prefix) :].rsplit("} ", 1)
         labels = dict(part.split("=", 1) for part in labels_text.split('",') if "=" in part)
         labels = {k: v.strip('"') for k, v in labels.items()}
         resource = (labels.get("group", "") + "/" if labels.get("group") else "") + labels.get("resource", "")

@@ -9,6 +9,13 @@ Lag = the independent watcher's receive time of a Job's ADDED event - the Job's 
 With ``priority_share`` > 0 (``--set herd_priority_share=0.1``) that share of Sundial's objects (every
 k-th one, spread over the namespaces) has ``spec.priority: 100`` and the report adds ``priority``: the
 lag summaries and the time to the last Job of the high-priority share and of the rest (DESIGN §4.3).
+
+Each contender is measured in two windows: the **instant** (1 s before the nominal time until the watcher has
+seen the last Job) and, with ``settle_writes`` (the cost scenario), the **whole** (just before the objects are
+created until the API server's writes have settled): CPU seconds of the operator, the API server and the
+controller manager, the API server's requests and handler time by kind (:mod:`bench.window`), and, where
+``perf`` and ``go`` are found (``--set apiserver_profile=0`` to skip), a CPU profile of the API server over the
+instant classified by request kind (:mod:`bench.apiprofile`).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -24,12 +32,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import env
+from bench import apiprofile, env, window
 from bench.kube import Api, cj_path, credentials, cron_job, job_path, plain_job, scheduled_job, sj_path
 from bench.stats import summary
 
 HIGH_PRIORITY = 100
 PY_SPY = str(Path(sys.executable).parent / "py-spy")
+RAW_CONNECTIONS = 200  # the raw client's connections and requests in flight
 KCM_DEFAULT = ("--kube-api-qps=20", "--kube-api-burst=30")  # the controller manager's defaults, made explicit
 
 
@@ -85,10 +94,12 @@ class Herd:
         settle_writes: bool = False,
         name: str = "herd",
         priority_share: float = 0.0,
+        apiserver_profile: bool = True,
     ) -> None:
         self.out, self.n, self.k = out, n, namespaces
         self.operator_args, self.kcm_raised, self.contenders = operator_args, kcm_raised, contenders
         self.profile, self.settle_writes, self.name = profile, settle_writes, name
+        self.apiserver_profile = apiserver_profile and apiprofile.available()
         self.priority_every = round(1 / priority_share) if priority_share > 0 else 0
         self.seconds_precision = not any(c.startswith("cronjob") for c in contenders)
 
@@ -131,42 +142,20 @@ class Herd:
         namespaces = [f"{self.name}-{contender}-{i:02d}" for i in range(self.k)]
         await api.namespaces(namespaces)
         names = [(namespaces[i % self.k], f"{contender[:4]}-{i:05d}") for i in range(self.n)]
-        operator: env.Operator | None = None
         profiler: subprocess.Popen[bytes] | None = None
         result: dict[str, Any] = {"load_before": env.load()}
         setup_start = time.monotonic()
-        if contender == "raw":
-            nominal = datetime.fromtimestamp(math.ceil(time.time() + 3), UTC)
-        elif self.seconds_precision:  # Sundial only: a 6-field cron, no wait for a whole minute
-            nominal = datetime.fromtimestamp(math.ceil(time.time() + 20 + self.n / 40), UTC)
-        else:
-            nominal = minute_after(25 + self.n / 40)
+        nominal = self._nominal(contender)
         at = nominal.timestamp()
         stamp = nominal.strftime("%Y-%m-%dT%H:%M:%SZ")
-        cron = fixed_cron(nominal)
-        if self.seconds_precision:
-            cron = f"{nominal.second} {cron}"
-        if contender == "sundial":
-            operator = env.start_operator(cluster.kubeconfig, self.out, *self.operator_args, identity="herd")
-            self.operator = operator
-            result["ready_seconds"] = round(operator.wait_ready(), 2)
-            bodies = (
-                (sj_path(ns), scheduled_job(name, cron, priority=HIGH_PRIORITY if self._high(i) else 0))
-                for i, (ns, name) in enumerate(names)
-            )
-            result["create_seconds"] = round(await api.create_many(bodies), 2)
-            deadline = time.monotonic() + 120
-            while operator.metric("sundial_due_index_size") < self.n and time.monotonic() < deadline:
-                await asyncio.sleep(0.5)
-            result["indexed"] = operator.metric("sundial_due_index_size")
-        elif contender.startswith("cronjob"):
-            flags = list(KCM_DEFAULT) if contender == "cronjob-default" else self.kcm_raised
-            if cluster.kcm_flags != flags:
-                cluster.restart_kcm(flags)
-            result["kcm_flags"] = flags
-            result["create_seconds"] = round(
-                await api.create_many(((cj_path(ns), cron_job(name, cron)) for ns, name in names)), 2
-            )
+        cron = f"{nominal.second} {fixed_cron(nominal)}" if self.seconds_precision else fixed_cron(nominal)
+        operator = await self._start(cluster, contender, result)
+        pids = {"kcm": cluster.pid(env.KCM), "apiserver": cluster.pid("kube-apiserver")}
+        if operator is not None:
+            pids["operator"] = operator.pid
+        # "whole": from just before the objects exist until the writes settle (cost: a new object's first run)
+        whole_before = await window.take(api, pids, operator)
+        await self._create(api, contender=contender, names=names, cron=cron, result=result, operator=operator)
         result["setup_seconds"] = round(time.monotonic() - setup_start, 2)
         result["slack_seconds"] = round(at - time.time(), 2)  # < 0: the setup ran past the nominal time
         if self.profile and operator is not None:
@@ -175,42 +164,31 @@ class Herd:
                  "--output", str(self.out / f"{self.name}-profile.txt"), "--nonblocking"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
-        await wait_until(at - 1.0)
-        before = env.parse_requests(await api.text("/metrics"))
-        cpu_pids = {"kcm": cluster.pid(env.KCM), "apiserver": cluster.pid("kube-apiserver")}
-        if operator is not None:
-            cpu_pids["operator"] = operator.pid
-        cpu_before = {k: env.cpu_seconds(p) for k, p in cpu_pids.items()}
-        result["load_at_nominal"] = env.load()
-        if contender == "raw":
-            raw_api = Api(creds_of(api), connections=200, user_agent="bench-raw")
-            bodies = [(job_path(ns), plain_job(name, stamp)) for ns, name in names]
-            async with raw_api:
-                await wait_until(at)
-                result["client_seconds"] = round(await raw_api.create_many(bodies, concurrency=200), 3)
-        timeout = max(120.0, self.n * 0.35)
-        wanted = set(namespaces)
-        count = 0
-        while time.time() - at < timeout:
-            count = sum(1 for r in watch.records() if r["namespace"] in wanted)
-            if count >= self.n:
-                break
-            await asyncio.sleep(0.5)
-        result["load_after"] = env.load()
-        cpu_after = {k: env.cpu_seconds(p) for k, p in cpu_pids.items()}
-        result["cpu_seconds"] = {k: round(cpu_after[k] - cpu_before[k], 2) for k in cpu_pids}
+        instant_before, instant_after, perf_data = await self._instant(
+            api, watch, contender=contender, names=names, stamp=stamp, pids=pids, operator=operator, result=result
+        )
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(30)
         if self.settle_writes:
-            result["settle_seconds"] = round(await settle(api), 1)
+            result["settle_seconds"] = round(await settle(api, limit=max(90.0, self.n * 0.6)), 1)
+            result["load_settled"] = env.load()
+        whole_after = await window.take(api, pids, operator) if self.settle_writes else instant_after
+        values, mine = lags(watch.records(), set(namespaces))
+        result["instant"] = window.between(instant_before, instant_after, len(mine))
+        result["whole"] = window.between(whole_before, whole_after, len(mine))
+        result["cpu_seconds"] = result["instant"]["cpu_seconds"]
+        if perf_data is not None:
+            binary = Path(os.readlink(f"/proc/{pids['apiserver']}/exe"))
+            try:
+                result["apiserver_profile"] = apiprofile.breakdown(
+                    perf_data, binary, result["cpu_seconds"]["apiserver"]
+                )
+            except (OSError, subprocess.CalledProcessError, ValueError) as error:  # the herd's numbers still count
+                result["apiserver_profile"] = {"error": f"{type(error).__name__}: {error}"}
         if operator is not None:
             result["operator_lag_histogram_count"] = operator.metric("sundial_schedule_lag_seconds_count")
-            result["operator_api_requests"] = env.operator_requests(operator.metrics())
             operator.stop()
-        after = env.parse_requests(await api.text("/metrics"))
-        result["apiserver_requests"] = {"|".join(k): v for k, v in sorted(env.delta(after, before).items())}
-        values, mine = lags(watch.records(), wanted)
         result["nominal"] = stamp
         result["jobs_seen"] = len(mine)
         result["missing"] = self.n - len({(r["namespace"], r["name"]) for r in mine})
@@ -225,6 +203,96 @@ class Herd:
             await _delete_all(api, namespaces, cj_path)
         result["cleanup_seconds"] = round(await api.delete_namespaces(namespaces), 1)
         return result
+
+    async def _instant(
+        self,
+        api: Api,
+        watch: env.JobWatch,
+        *,
+        contender: str,
+        names: list[tuple[str, str]],
+        stamp: str,
+        pids: dict[str, int],
+        operator: env.Operator | None,
+        result: dict[str, Any],
+    ) -> tuple[window.Snapshot, window.Snapshot, Path | None]:
+        """From 1 s before the nominal time STAMP until the watcher has seen the last Job: the snapshots at both
+        ends and the API server's perf data (None without). The raw client POSTs its Jobs at the instant, their
+        bodies made and its connections opened before it, as an operator's are."""
+        at = env.parse_rfc3339(stamp)
+        perf_data = self.out / f"{self.name}-{contender}-apiserver.perf"
+        async with contextlib.AsyncExitStack() as stack:
+            raw_api: Api | None = None
+            if contender == "raw":
+                bodies = [(job_path(ns), plain_job(name, stamp)) for ns, name in names]
+                raw_api = Api(api.creds, connections=RAW_CONNECTIONS, user_agent="bench-raw")
+                await stack.enter_async_context(raw_api)
+                await raw_api.warm(RAW_CONNECTIONS)
+            await wait_until(at - 1.0)
+            perf = apiprofile.start(pids["apiserver"], perf_data) if self.apiserver_profile else None
+            before = await window.take(api, pids, operator)
+            result["load_at_nominal"] = env.load()
+            if raw_api is not None:
+                await wait_until(at)
+                result["client_seconds"] = round(await raw_api.create_many(bodies, concurrency=RAW_CONNECTIONS), 3)
+        wanted = {ns for ns, _ in names}
+        timeout = max(120.0, self.n * 0.35)
+        while time.time() - at < timeout:
+            if sum(1 for r in watch.records() if r["namespace"] in wanted) >= self.n:
+                break
+            await asyncio.sleep(0.5)
+        after = await window.take(api, pids, operator)
+        apiprofile.stop(perf)
+        result["load_after"] = env.load()
+        return before, after, perf_data if perf is not None else None
+
+    def _nominal(self, contender: str) -> datetime:
+        if contender == "raw":  # time to open the raw client's connections first
+            return datetime.fromtimestamp(math.ceil(time.time() + 6), UTC)
+        if self.seconds_precision:  # Sundial only: a 6-field cron, no wait for a whole minute
+            return datetime.fromtimestamp(math.ceil(time.time() + 20 + self.n / 40), UTC)
+        return minute_after(25 + self.n / 40)
+
+    async def _start(self, cluster: env.BenchCluster, contender: str, result: dict[str, Any]) -> env.Operator | None:
+        """Sundial's operator (ready), or the controller manager with the contender's client flags."""
+        if contender == "sundial":
+            self.operator = env.start_operator(cluster.kubeconfig, self.out, *self.operator_args, identity="herd")
+            result["ready_seconds"] = round(self.operator.wait_ready(), 2)
+            return self.operator
+        if contender.startswith("cronjob"):
+            flags = list(KCM_DEFAULT) if contender == "cronjob-default" else self.kcm_raised
+            if cluster.kcm_flags != flags:
+                cluster.restart_kcm(flags)
+            result["kcm_flags"] = flags
+        return None
+
+    async def _create(
+        self,
+        api: Api,
+        *,
+        contender: str,
+        names: list[tuple[str, str]],
+        cron: str,
+        result: dict[str, Any],
+        operator: env.Operator | None,
+    ) -> None:
+        """The contender's objects (none for raw); for Sundial, wait until its due index holds them all."""
+        if contender == "sundial" and operator is not None:
+            bodies = (
+                (sj_path(ns), scheduled_job(name, cron, priority=HIGH_PRIORITY if self._high(i) else 0))
+                for i, (ns, name) in enumerate(names)
+            )
+            result["create_seconds"] = round(await api.create_many(bodies), 2)
+            result["created"] = {"POST|sundial.dev/scheduledjobs|": len(names)}
+            deadline = time.monotonic() + 120
+            while operator.metric("sundial_due_index_size") < self.n and time.monotonic() < deadline:
+                await asyncio.sleep(0.5)
+            result["indexed"] = operator.metric("sundial_due_index_size")
+        elif contender.startswith("cronjob"):
+            result["create_seconds"] = round(
+                await api.create_many(((cj_path(ns), cron_job(name, cron)) for ns, name in names)), 2
+            )
+            result["created"] = {"POST|batch/cronjobs|": len(names)}
 
 
 def priority_split(records: list[dict[str, Any]], high: set[str], *, share: float) -> dict[str, Any]:
@@ -246,10 +314,6 @@ async def _delete_all(api: Api, namespaces: list[str], path: Any) -> None:
     for ns in namespaces:
         with contextlib.suppress(Exception):  # best effort before the namespace goes
             await api.call("DELETE", path(ns))
-
-
-def creds_of(api: Api) -> Any:
-    return api.creds
 
 
 def _brief(result: dict[str, Any]) -> str:

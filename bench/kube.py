@@ -73,7 +73,7 @@ class Api:
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Api:
-        connector = aiohttp.TCPConnector(ssl=self.creds.context(), limit=self.connections)
+        connector = aiohttp.TCPConnector(ssl=self.creds.context(), limit=self.connections, keepalive_timeout=75)
         self._session = aiohttp.ClientSession(
             base_url=self.creds.server,
             connector=connector,
@@ -126,6 +126,11 @@ class Api:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
         raise AssertionError("unreachable")
+
+    async def warm(self, count: int, path: str = "/version") -> None:
+        """Open COUNT connections (TLS handshakes done) now, COUNT GETs of PATH at once, so that a herd sent
+        later starts on warm connections as an operator's client does."""
+        await asyncio.gather(*(self.call("GET", path) for _ in range(count)))
 
     async def create_many(self, items: Iterable[tuple[str, dict[str, Any]]], concurrency: int = 64) -> float:
         """Create every (path, body) with CONCURRENCY requests in flight; the seconds it took."""

@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
+from bench import cost
 
 
 def _f(value: Any, digits: int = 2) -> str:
@@ -39,6 +40,17 @@ def _cdf(ax: Any, values: list[float], label: str) -> None:
     ax.step(ordered, [(i + 1) / n for i in range(n)], where="post", label=f"{label} (n={n})")
 
 
+TICKS = (0, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500)
+
+
+def _lag_axis(ax: Any) -> None:
+    """Lags from sub-second (raw) to minutes (CronJob at defaults) on one axis: linear below 1 s, log above."""
+    ax.set_xscale("symlog", linthresh=1.0, linscale=0.6)
+    top = max((line.get_xdata()[-1] for line in ax.get_lines() if len(line.get_xdata())), default=1.0)
+    ax.set_xticks([t for t in TICKS if t <= max(1.0, float(top) * 1.5)])
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+
+
 def plots(results: dict[str, Any], out: Path) -> list[str]:
     made: list[str] = []
     herd = results.get("scenarios", {}).get("herd", {})
@@ -47,7 +59,7 @@ def plots(results: dict[str, Any], out: Path) -> list[str]:
         fig, ax = plt.subplots(figsize=(8, 5))
         for name, data in contenders.items():
             _cdf(ax, data.get("lags", []), name)
-        ax.set_xscale("symlog", linthresh=1.0)
+        _lag_axis(ax)
         ax.set_xlabel("lag: nominal time -> Job seen by the independent watch (s)")
         ax.set_ylabel("fraction of Jobs")
         ax.set_title(f"herd: {herd.get('n')} objects due at the same instant")
@@ -72,10 +84,10 @@ def plots(results: dict[str, Any], out: Path) -> list[str]:
         fig, ax = plt.subplots(figsize=(8, 5))
         for name, data in steady.items():
             _cdf(ax, data.get("lags", []), name)
-        ax.set_xscale("symlog", linthresh=1.0)
+        _lag_axis(ax)
         ax.set_xlabel("lag (s)")
         ax.set_ylabel("fraction of runs")
-        ax.set_title("steady: every object fires every minute")
+        ax.set_title(f"steady: {results['scenarios']['steady'].get('m')} objects due at second 0 of every minute")
         ax.grid(True, alpha=0.3)
         ax.legend()
         fig.tight_layout()
@@ -128,6 +140,7 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
                 [[part, split[part]["jobs"], split[part]["lag"].get("p50"), split[part]["lag"].get("p99"),
                   split[part]["time_to_last_job"]] for part in ("high", "rest")],
             )  # fmt: skip
+        lines += _herd_work(herd["contenders"])
     steady = scen.get("steady", {})
     if steady.get("contenders"):
         lines += [f"## steady: {steady['m']} objects every minute for {steady['minutes']} min", ""]
@@ -145,23 +158,18 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
              "operator CPU ms/run", "KCM CPU ms/run", "apiserver CPU ms/run", "load before"],
             rows,
         )  # fmt: skip
+        rows = [[name, _cpu(d.get("cpu_ms_per_run_instant", {})),
+                 ", ".join(_f(load[0]) for load in d.get("load_during", []))]
+                for name, d in steady["contenders"].items()]  # fmt: skip
+        lines += ["CPU per run in each minute's instant (1 s before until that minute's last Job):", ""]
+        lines += _table(["contender", "CPU ms per run at the instant", "1-minute load, each minute"], rows)
     scale = scen.get("scale", {})
     if "n" in scale:
         lines += [f"## scale: {scale.get('sj_count')} idle ScheduledJobs / {scale.get('cj_count')} idle CronJobs", ""]
         keys = [k for k in scale if k.startswith(("operator_", "kcm_", "sj_", "cj_", "load_"))]
         lines += _table(["measure", "value"], [[k, _load(scale[k]) if isinstance(scale[k], list) else scale[k]]
                                                for k in keys])  # fmt: skip
-    cost = scen.get("cost", {})
-    if cost.get("per_run"):
-        lines += [f"## cost: API requests per successful run ({cost['n']} runs, added over the raw client)", ""]
-        for name, d in cost["per_run"].items():
-            lines += [f"**{name}**: {d['writes_per_run']} writes per run (Leases excluded)", ""]
-            rows = [[k.replace("|", " "), v] for k, v in d["requests_per_run"].items()]
-            lines += _table(["verb resource subresource", "per run"], rows)
-            if d.get("operator_own_counters_per_run"):
-                rows = [[k.replace("|", " "), v] for k, v in d["operator_own_counters_per_run"].items()]
-                lines += ["Sundial's own counter (`sundial_api_requests_total`) per run:", ""]
-                lines += _table(["verb resource code", "per run"], rows)
+    lines += _cost(scen.get("cost", {}), scen.get("steady", {}))
     failover = scen.get("failover", {})
     if failover.get("cases"):
         lines += ["## failover: SIGKILL the Lease holder of 2 replicas", ""]
@@ -181,6 +189,64 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
         lines += [f"Goal {latest['goal']}: {'met' if latest['goal_met'] else 'NOT met'}.", ""]
     lines += [f"![{image}]({image})" for image in images]
     return "\n".join(lines) + "\n"
+
+
+def _herd_work(contenders: dict[str, Any]) -> list[str]:
+    """CPU per run at the instant, and the API server's handler time by request kind, per contender."""
+    lines = ["CPU per run: at the instant (1 s before the nominal time until the last Job) and, where the writes "
+             "were waited for, in the whole window (object creation until the writes settled):", ""]  # fmt: skip
+    rows = [[name, _cpu(d.get("instant", {}).get("cpu_ms_per_run", {})),
+             _cpu(d.get("whole", {}).get("cpu_ms_per_run", {})) if d.get("settle_seconds") is not None else "-"]
+            for name, d in contenders.items()]  # fmt: skip
+    lines += _table(["contender", "CPU ms per run at the instant", "CPU ms per run in all"], rows)
+    for name, d in contenders.items():
+        server = d.get("instant", {}).get("apiserver", {})
+        if not server.get("by_kind"):
+            continue
+        lines += [
+            f"API server during {name}'s herd: {server['cpu_seconds']} CPU-s, {server['handler_seconds']} handler-s; "
+            "CPU split by handler-time share (an approximation, see bench/apiserver.py):",
+            "",
+        ]
+        rows = [[k.replace("|", " "), v["requests"], v["handler_s"], v["handler_ms_per_request"], v["cpu_share_s"]]
+                for k, v in list(server["by_kind"].items())[:10]]  # fmt: skip
+        lines += _table(["verb resource subresource", "requests", "handler s", "handler ms/request", "CPU share s"],
+                        rows)  # fmt: skip
+        profile = d.get("apiserver_profile", {})
+        if profile.get("by_kind"):
+            lines += [f"API server CPU profile during {name}'s herd (perf, {profile['samples']} samples at "
+                      f"{profile['rate_hz']} Hz; bench/apiprofile.py):", ""]  # fmt: skip
+            rows = [[k, v["samples"], f"{v['share']:.1%}", v["cpu_s"]] for k, v in profile["by_kind"].items()]
+            lines += _table(["kind", "samples", "share", "CPU s"], rows)
+    return lines
+
+
+def _cost(first: dict[str, Any], steady: dict[str, Any]) -> list[str]:
+    """Writes per first run (the cost scenario) and per recurring run (steady, over raw)."""
+    lines: list[str] = []
+    parts = [("first run of a new object", first.get("per_run"), first.get("n"))]
+    if steady.get("contenders"):
+        parts.append(("recurring run", cost.recurring_run(steady), steady.get("m")))
+    for title, per_run, n in parts:
+        if not per_run:
+            continue
+        lines += [f"## cost per {title} ({n} objects; API server requests over the raw client's)", ""]
+        for name, d in per_run.items():
+            if "requests_per_run" not in d:
+                continue
+            lines += [
+                f"**{name}**: {d.get('writes')} writes per run (Leases excluded); without Events "
+                f"{d.get('writes_without_events', '-')}, Events {d.get('events', '-')}, downstream "
+                f"{d.get('downstream_writes', '-')}; CPU ms per run {_cpu(d.get('cpu_ms_per_run', {}))}",
+                "",
+            ]
+            rows = [[k.replace("|", " "), v] for k, v in d["requests_per_run"].items()]
+            lines += _table(["verb resource subresource", "per run"], rows)
+            if d.get("operator_own_counters_per_run"):
+                rows = [[k.replace("|", " "), v] for k, v in d["operator_own_counters_per_run"].items()]
+                lines += ["Sundial's own counter (`sundial_api_requests_total`) per run:", ""]
+                lines += _table(["verb resource", "per run"], rows)
+    return lines
 
 
 def _cpu(cpu: dict[str, float]) -> str:

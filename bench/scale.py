@@ -49,10 +49,18 @@ async def settle(pid: int, limit: float, below: float = 2.0, window: float = 10.
 
 class Scale:
     def __init__(
-        self, *, out: Path, n: int, namespaces: int, idle_seconds: float, operator_args: list[str], name: str = "scale"
+        self,
+        *,
+        out: Path,
+        n: int,
+        namespaces: int,
+        idle_seconds: float,
+        operator_args: list[str],
+        name: str = "scale",
+        cronjobs: bool = True,
     ) -> None:
         self.out, self.n, self.k, self.idle_seconds = out, n, namespaces, idle_seconds
-        self.operator_args, self.name = operator_args, name
+        self.operator_args, self.name, self.cronjobs = operator_args, name, cronjobs
 
     def run(self) -> dict[str, Any]:
         return env.run_on_cluster(self.name, self.out, self._run)
@@ -72,6 +80,7 @@ class Scale:
                 concurrency=100,
             )
             result["sj_create_seconds"] = round(seconds, 1)
+            result["sj_create_per_second"] = round(self.n / max(seconds, 0.001), 1)
             result["sj_count"] = await api.count("/apis/sundial.dev/v1alpha1/scheduledjobs")
             result["kcm_rss_mb_with_sj"] = env.rss_mb(kcm)
             result["load_at_operator_start"] = env.load()
@@ -88,26 +97,34 @@ class Scale:
                 result["operator_cpu_settle_seconds"] = await settle(operator.pid, limit=600.0)
                 result["operator_idle_cpu_pct"] = await idle(operator.pid, self.idle_seconds)
                 result["operator_rss_mb"] = env.rss_mb(operator.pid)
+                result["operator_rss_peak_mb"] = env.rss_mb(operator.pid, "VmHWM")
                 result["operator_due_index_size"] = operator.metric("sundial_due_index_size")
                 result["load_operator_idle"] = env.load()
             finally:
                 operator.stop()
-            print(f"[scale] operator: {result} ; creating {self.n} CronJobs load={env.load()}", flush=True)
-            seconds = await api.create_many(
-                ((cj_path(cj_ns[i % self.k]), cron_job(f"idle-{i:06d}", YEARLY)) for i in range(self.n)),
-                concurrency=100,
-            )
-            result["cj_create_seconds"] = round(seconds, 1)
-            result["cj_count"] = await api.count("/apis/batch/v1/cronjobs")
-            await asyncio.sleep(10)
-            result["kcm_rss_mb_with_sj_and_cj"] = env.rss_mb(kcm)
-            result["kcm_idle_cpu_pct_with_cj"] = await idle(kcm, self.idle_seconds)
-            # A fresh controller manager holding the N CronJobs (and the N ScheduledJobs in its GC's metadata
-            # informer, like the operator's world): RSS after a restart, comparable to the operator's.
-            start = time.monotonic()
-            cluster.restart_kcm(["--kube-api-qps=20", "--kube-api-burst=30"])
-            result["kcm_restart_healthy_seconds"] = round(time.monotonic() - start, 1)
-            await asyncio.sleep(20)
-            result["kcm_rss_mb_restarted"] = env.rss_mb(cluster.pid(env.KCM))
+            print(f"[scale] operator: {result} load={env.load()}", flush=True)
+            if self.cronjobs:
+                await self._cronjobs(cluster, api, cj_ns, result)
             result["load_end"] = env.load()
         return result
+
+    async def _cronjobs(self, cluster: env.BenchCluster, api: Api, cj_ns: list[str], result: dict[str, Any]) -> None:
+        """N idle CronJobs: the controller manager's RSS and idle CPU, and its RSS after a restart."""
+        kcm = cluster.pid(env.KCM)
+        print(f"[scale] creating {self.n} CronJobs load={env.load()}", flush=True)
+        seconds = await api.create_many(
+            ((cj_path(cj_ns[i % self.k]), cron_job(f"idle-{i:06d}", YEARLY)) for i in range(self.n)),
+            concurrency=100,
+        )
+        result["cj_create_seconds"] = round(seconds, 1)
+        result["cj_count"] = await api.count("/apis/batch/v1/cronjobs")
+        await asyncio.sleep(10)
+        result["kcm_rss_mb_with_sj_and_cj"] = env.rss_mb(kcm)
+        result["kcm_idle_cpu_pct_with_cj"] = await idle(kcm, self.idle_seconds)
+        # A fresh controller manager holding the N CronJobs (and the N ScheduledJobs in its GC's metadata
+        # informer, like the operator's world): RSS after a restart, comparable to the operator's.
+        start = time.monotonic()
+        cluster.restart_kcm(["--kube-api-qps=20", "--kube-api-burst=30"])
+        result["kcm_restart_healthy_seconds"] = round(time.monotonic() - start, 1)
+        await asyncio.sleep(20)
+        result["kcm_rss_mb_restarted"] = env.rss_mb(cluster.pid(env.KCM))

@@ -1,10 +1,17 @@
-"""The six scenarios and their sizes. Each runs on its own fresh sandbox."""
+"""The six scenarios and their sizes. Each runs on its own fresh sandbox.
+
+Besides the size's keys, ``--set`` takes ``herd_contenders`` (default ``raw,sundial,cronjob-default,
+cronjob-raised``), ``steady_contenders`` (``raw,sundial,cronjob``), ``cost_contenders``
+(``raw,sundial,cronjob-default``; raw is the baseline and must stay), ``apiserver_profile`` (``1``: perf on
+the API server during each herd when perf and go are found), ``scale_cronjobs`` (``1``; ``0`` measures the
+operator only) and ``sundial_args`` (extra operator flags, split on spaces)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from bench import cost
 from bench.failover import Failover
 from bench.herd import Herd
 from bench.neighbour import Neighbour
@@ -30,7 +37,7 @@ SIZES: dict[str, dict[str, Any]] = {
     },
     "full": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
-        "herd_n": 2000, "herd_namespaces": 20, "steady_m": 1000, "steady_minutes": 10, "scale_n": 50000,
+        "herd_n": 2000, "herd_namespaces": 20, "steady_m": 1000, "steady_minutes": 10, "scale_n": 100000,
         "cost_n": 500, "failover_objects": 20, "idle_seconds": 60, "herd_priority_share": 0.0,
         "neighbour_victims": 20, "neighbour_seconds": 150,
     },
@@ -62,6 +69,7 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             contenders=contenders,
             profile=profile,
             priority_share=float(params.get("herd_priority_share", 0.0)),
+            apiserver_profile=bool(int(params.get("apiserver_profile", 1))),
         ).run()
     if name == "cost":
         result = Herd(
@@ -72,25 +80,28 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
                 params["sundial_qps"], params["sundial_burst"], extra=params.get("sundial_args", "")
             ),
             kcm_raised=kcm_raised(params["sundial_qps"], params["sundial_burst"]),
-            contenders=["raw", "sundial", "cronjob-default"],
+            contenders=str(params.get("cost_contenders", "raw,sundial,cronjob-default")).split(","),
             settle_writes=True,
             name="cost",
+            apiserver_profile=bool(int(params.get("apiserver_profile", 1))),
         ).run()
-        return cost_summary(result)
+        return cost.first_run(result)
     if name == "steady":
+        contenders = tuple(str(params.get("steady_contenders", "raw,sundial,cronjob")).split(","))
         return Steady(
             out=out,
             m=params["steady_m"],
             minutes=params["steady_minutes"],
             namespaces=params["herd_namespaces"],
-            operator_args=operator_args(),
-        ).run()
+            operator_args=operator_args(extra=params.get("sundial_args", "")),
+        ).run(contenders)
     if name == "scale":
         return Scale(
             out=out,
             n=params["scale_n"],
             namespaces=params["herd_namespaces"],
             idle_seconds=params["idle_seconds"],
+            cronjobs=bool(int(params.get("scale_cronjobs", 1))),
             # the first status write of every object created while no operator ran goes at Sundial's bench QPS
             operator_args=operator_args(
                 params["sundial_qps"], params["sundial_burst"], extra=params.get("sundial_args", "")
@@ -106,33 +117,3 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
     if name == "failover":
         return Failover(out=out, objects=params["failover_objects"], operator_args=[]).run()
     raise ValueError(f"unknown scenario {name}")
-
-
-def cost_summary(result: dict[str, Any]) -> dict[str, Any]:
-    """API requests per successful run, by verb and resource: the contender's API server deltas, and what it
-    adds over the raw client (which only POSTs the Jobs; the controller manager's Job controller, pods and GC
-    answer both the same way)."""
-    n = result["n"]
-    raw = result["contenders"]["raw"]["apiserver_requests"]
-    per_run: dict[str, Any] = {}
-    for contender, data in result["contenders"].items():
-        seen = max(1, data["jobs_seen"])
-        deltas = data["apiserver_requests"]
-        if contender == "raw":  # what any Job costs (the Job controller's pod, status, ...): absolute
-            extra = {k: round(v / seen, 3) for k, v in deltas.items()}
-        else:  # what the contender adds over the raw client, plus its own Job create
-            extra = {k: round((v - raw.get(k, 0.0)) / seen, 3) for k, v in deltas.items()}
-            extra["POST|batch/jobs|"] = round(extra.get("POST|batch/jobs|", 0.0) + 1.0, 3)
-        extra = {k: v for k, v in extra.items() if abs(v) >= 0.05}
-        writes = sum(
-            v
-            for k, v in extra.items()
-            if k.split("|")[0] in ("POST", "PUT", "PATCH", "DELETE") and "coordination.k8s.io/leases" not in k
-        )
-        per_run[contender] = {"requests_per_run": dict(sorted(extra.items())), "writes_per_run": round(writes, 2)}
-        if contender == "sundial":
-            own = data.get("operator_api_requests", {})
-            per_run[contender]["operator_own_counters_per_run"] = {k: round(v / seen, 3) for k, v in own.items()}
-    result["per_run"] = per_run
-    result["n"] = n
-    return result

@@ -33,7 +33,13 @@ def test_bench_smoke(tmp_path: Path) -> None:
     cluster = BenchCluster("smoke")
     try:
         herd = Herd(
-            out=out, n=100, namespaces=4, operator_args=operator_args(), kcm_raised=[], contenders=["sundial"]
+            out=out,
+            n=100,
+            namespaces=4,
+            operator_args=operator_args(),
+            kcm_raised=[],
+            contenders=["sundial"],
+            apiserver_profile=False,
         ).run(cluster)
         steady = Steady(out=out, m=50, minutes=1, namespaces=4, operator_args=operator_args()).run(
             ("sundial",), cluster

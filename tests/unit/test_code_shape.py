@@ -22,8 +22,6 @@ BENCH = REPO / "bench"
 EXCEPTIONS: dict[str, str] = {
     "bench/memory.py": "one measuring script run as a child process of itself (python -m bench.memory): the "
     "fakes of the API and of kopf's watcher sit next to the phases that drive them",
-    "bench/herd.py:_contender_run": "one benchmark scenario read top to bottom (create, wait for the herd, "
-    "measure, clean up) against a live cluster; a measuring tool, not product code",
     "bench/report.py:markdown": "the layout of the results page as one list of lines, in page order",
 }
 

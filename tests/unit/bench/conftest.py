@@ -1,0 +1,10 @@
+"""``bench/`` is a top-level folder of the repository, not an installed package: put the repository on the path."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
