@@ -73,6 +73,18 @@ def register(subparsers: Any) -> None:
         help="the asyncio event loop implementation (default: uvloop)",
     )
     add("--max-concurrency", type=int, default=_DISPATCH.max_concurrency, help="objects reconciled at once")
+    add(
+        "--backlog-qps",
+        type=float,
+        default=_DISPATCH.backlog_qps,
+        help="catch-up and backfill runs one namespace may start per second, across all its objects",
+    )
+    add(
+        "--backlog-burst",
+        type=int,
+        default=_DISPATCH.backlog_burst,
+        help="catch-up and backfill runs one namespace may start at once after a quiet period",
+    )
     _add_probe_flags(parser)
     add("--webhook-port", type=int, default=_WEBHOOK.port, help="admission webhook HTTPS port (0: off)")
     add("--webhook-addr", default=_WEBHOOK.addr, help="admission webhook listen address")
@@ -222,7 +234,9 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             managed=args.webhook_managed,
             max_job_template_bytes=args.max_job_template_bytes,
         ),
-        dispatch=groups.DispatchSettings(max_concurrency=args.max_concurrency),
+        dispatch=groups.DispatchSettings(
+            max_concurrency=args.max_concurrency, backlog_qps=args.backlog_qps, backlog_burst=args.backlog_burst
+        ),
         probes=groups.ProbeSettings(
             metrics_port=args.metrics_port,
             health_port=args.health_port,

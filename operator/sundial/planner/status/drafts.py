@@ -27,12 +27,14 @@ from sundial.model.status import (
     StatusCounter,
 )
 from sundial.planner.actions import Action, CreateJob, EmitEvent, EventReason, EventType
-from sundial.planner.plans import Context, compile_spec
+from sundial.planner.plans import BACKLOG, Context, compile_spec
 
 RunKey = tuple[datetime, bool]
 """Identity of a run: (nominal time, manual)."""
 NewRun = tuple[datetime, Trigger, bool]
 """A run handed to admission (:mod:`sundial.planner.concurrency`): (nominal time, trigger, manual)."""
+UNBOUNDED = 2**31
+"""What :meth:`Draft.backlog_left` says without a namespace budget (``Context.backlog_creates`` None)."""
 
 
 @dataclass
@@ -70,6 +72,10 @@ class Draft:
     """The excluded times (``spec.exclude`` and the calendars found): such nominal times are never run."""
     calendar_problem: tuple[ConditionReason, str] | None = None
     """A calendar of ``spec.calendarRefs`` is missing or invalid: (reason, message); nothing new fires."""
+    backlog_started: int = 0
+    """Catch-up and backfill runs started in this pass (``Context.backlog_creates`` counts them)."""
+    budget_held: bool = False
+    """A catch-up or backfill run could have started in this pass but for ``Context.backlog_creates``."""
 
     @classmethod
     def start(cls, obj: ScheduledJob, spec: ScheduledJobSpec, context: Context) -> Draft:
@@ -152,6 +158,24 @@ class Draft:
         """Job creates this pass may still start (``Context.creates_per_pass`` minus those already planned)."""
         planned = sum(isinstance(action, CreateJob) for action in self.actions)
         return self.context.creates_per_pass - planned
+
+    def backlog_left(self) -> int:
+        """Catch-up and backfill runs this pass may still start (``Context.backlog_creates`` minus those started;
+        :data:`UNBOUNDED` without a namespace budget)."""
+        budget = self.context.backlog_creates
+        return UNBOUNDED if budget is None else budget - self.backlog_started
+
+    def may_start(self, trigger: Trigger) -> bool:
+        """A new run of ``trigger`` may start as far as the namespace's budget goes; one that may not marks the
+        pass :attr:`budget_held` (its run waits for a later pass)."""
+        if trigger not in BACKLOG or self.backlog_left() > 0:
+            return True
+        self.budget_held = True
+        return False
+
+    def started(self, trigger: Trigger) -> None:
+        """A new run of ``trigger`` started: counted against the namespace's budget if it draws from it."""
+        self.backlog_started += trigger in BACKLOG
 
     @property
     def busy(self) -> bool:
