@@ -97,12 +97,14 @@ class NamespaceBudgets:
 
     def available(self, key: Key, now: datetime) -> int:
         """Catch-up and backfill runs the pass of ``key`` may start now: its due reservation, if it holds one,
-        and the tokens free in its namespace's bucket (at most ``per_pass`` in all)."""
+        what its previous plan took (given back when it takes again) and the tokens free in its namespace's
+        bucket (at most ``per_pass`` in all)."""
         bucket = self._buckets.get(key[0])
         if bucket is None:
             return min(self._per_pass, self._free(None, now))
         due = self._reservation(bucket, key, now)
-        own = int(due is not None and due <= now)
+        held = bucket.held.get(key) or _Held()
+        own = int(due is not None and due <= now) + held.tokens + int(held.reservation is not None)
         return min(self._per_pass, own + self._free(bucket, now))
 
     def take(self, key: Key, plan: Plan, now: datetime) -> None:

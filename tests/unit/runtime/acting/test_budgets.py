@@ -8,12 +8,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from sundial.kube import errors, results
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner.plans import Plan
 from sundial.runtime.acting.budgets import STALE, NamespaceBudgets, NoBudgets
+from sundial.runtime.acting.reconciler import Reconciler
+from sundial.runtime.serving.metrics import Metrics
+from sundial.runtime.watch.store import Store
+
+from .test_reconciler import KEY, NOW, Elector, FakeApi, FakeEvents, FakePlanner, body, one_shard
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-LATER = T0 + timedelta(hours=1)
+LATER = datetime(2026, 6, 1, 13, 0, tzinfo=UTC)
 
 
 def plan(starts: int = 0, *, waiting: bool = False, wake: datetime | None = LATER) -> Plan:
@@ -63,7 +69,8 @@ def test_what_an_unclaimed_plan_took_is_given_back() -> None:
     budgets.release(key)  # the claim was refused (a conflict) or the pass failed
     assert budgets.available(("a", "other"), T0) == 4
     budgets.take(key, plan(3), T0)
-    budgets.take(key, plan(2), T0)  # planned again after a conflict: the first plan's tokens come back first
+    assert budgets.available(key, T0) == 4  # planned again after a conflict: what the first plan took counts
+    budgets.take(key, plan(2), T0)  # and comes back first
     budgets.commit(key)
     budgets.release(key)  # committed: nothing to give back
     assert budgets.available(("a", "other"), T0) == 2
@@ -149,3 +156,50 @@ def test_no_budgets_limit_nothing() -> None:
 def test_a_bad_rate_or_burst_is_refused(rate: float, burst: int) -> None:
     with pytest.raises(ValueError, match="rate must be a finite number > 0"):
         NamespaceBudgets(rate=rate, burst=burst)
+
+
+# The reconciler's side: what a pass is told, what it takes and what it gives back.
+
+
+def reconciling(plans: list[Plan], budgets: NamespaceBudgets) -> tuple[Reconciler, FakeApi, FakePlanner]:
+    api, planner = FakeApi(), FakePlanner(plans)
+    store = Store()
+    store.put_scheduled_job(body())
+
+    async def no_sleep(_: float) -> None:
+        return None
+
+    rec = Reconciler(store=store, api=api, leadership=one_shard(Elector()), planner=planner, events=FakeEvents(api),
+                     metrics=Metrics(), clock=lambda: NOW, sleep=no_sleep, budgets=budgets)  # fmt: skip
+    return rec, api, planner
+
+
+async def test_a_pass_is_told_its_namespaces_budget_and_spends_what_its_claim_started() -> None:
+    budgets = NamespaceBudgets(rate=1, burst=3)
+    rec, api, planner = reconciling([plan(3)], budgets)
+    api.write_results = [results.Conflict()]  # the first claim loses: planned again from a fresh read
+    assert await rec.reconcile(KEY) == LATER
+    assert [seen[2].backlog_creates for seen in planner.seen] == [3, 3]
+    assert budgets.available(("team-a", "other"), NOW) == 0  # the second claim was written: spent once
+
+
+async def test_a_pass_that_fails_before_its_claim_gives_its_tokens_back() -> None:
+    budgets = NamespaceBudgets(rate=1, burst=3)
+    rec, api, _ = reconciling([plan(2)], budgets)
+
+    async def refused(**_: object) -> results.WriteResult:
+        raise errors.TransientError(code=503, reason="ServiceUnavailable", message="try later")
+
+    api.write_status = refused  # type: ignore[method-assign]
+    with pytest.raises(errors.TransientError):
+        await rec.reconcile(KEY)
+    assert budgets.available(("team-a", "other"), NOW) == 3
+
+
+async def test_a_pass_whose_runs_wait_is_woken_when_its_reserved_token_is_due() -> None:
+    budgets = NamespaceBudgets(rate=2, burst=1)
+    rec, _, _ = reconciling([plan(1, waiting=True)], budgets)
+    assert await rec.reconcile(KEY) == NOW + timedelta(seconds=0.5)
+    assert budgets.waiting("team-a") == 1
+    rec.forget(KEY)
+    assert budgets.waiting("team-a") == 0
