@@ -87,6 +87,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         missed.record(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
         exclusions.record(draft, found.excluded)
         new_runs += [(t, trigger, False) for t, trigger in found.to_run]
+        draft.late_by_one = _late_by_one(found.to_run)
     manual = triggers.manual_request(draft)
     if manual is not None and not draft.closing:
         new_runs.append((manual, Trigger.MANUAL, True))
@@ -168,6 +169,13 @@ def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
         if deadline > now:
             candidates.append(deadline)
     return min(candidates, default=None)
+
+
+def _late_by_one(to_run: Sequence[tuple[datetime, Trigger]]) -> datetime | None:
+    """The catch-up run due just before the scheduled run of the pass (see ``Draft.late_by_one``)."""
+    if len(to_run) > 1 and to_run[-1][1] is Trigger.SCHEDULE:
+        return to_run[-2][0]
+    return None
 
 
 def _waits_for_budget(draft: Draft) -> bool:

@@ -23,7 +23,9 @@ BACKLOG = frozenset({Trigger.CATCH_UP, Trigger.BACKFILL})
 """The triggers whose first attempts draw from the namespace's create budget (``Context.backlog_creates``,
 DESIGN §11.1): one outage or one backfill request can ask for many of them at once. The scheduled run, a
 manual run and the next attempts of a run (retries, redrives, re-issues) do not draw: each is one Job for
-one due time or one request, and none of them waits behind the namespace's catch-up and backfill."""
+one due time or one request, and none of them waits behind the namespace's catch-up and backfill. Nor does
+the catch-up run due just before a pass's scheduled run (``Draft.late_by_one``): late by one period, as a
+loaded operator makes runs, it is at most one more per scheduled run, not a backlog."""
 
 
 @dataclass(frozen=True)

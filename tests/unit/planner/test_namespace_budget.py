@@ -1,5 +1,6 @@
 """Catch-up and backfill runs start only as far as ``Context.backlog_creates`` goes (the namespace's budget,
-DESIGN §11.1); the scheduled run, manual runs and retries never wait for it.
+DESIGN §11.1); the scheduled run, the run due just before it (late by one period), manual runs and retries
+never wait for it.
 
 The runs the budget holds back wait (``status.buffered``, the backfill's progress), the plan says so
 (``Plan.backlog_waiting``) and does not come back "now" for them; the next passes with a budget start
@@ -51,21 +52,27 @@ def made(result: Plan) -> list[tuple[datetime, str]]:
     ]
 
 
-def test_the_scheduled_run_starts_when_the_budget_is_empty_and_the_catch_up_waits() -> None:
+def test_with_the_budget_empty_the_scheduled_run_and_the_one_late_by_a_period_start_the_older_ones_wait() -> None:
     result = plan(catching_up(6), [], context(NOW, backlog_creates=0))
-    assert made(result) == [(T, Trigger.SCHEDULE)]
+    assert made(result) == [(T - timedelta(hours=1), Trigger.CATCH_UP), (T, Trigger.SCHEDULE)]
     assert result.backlog_creates == 0 and result.backlog_waiting
-    assert [b.scheduled_time for b in result.status.buffered] == [T - timedelta(hours=h) for h in range(5, 0, -1)]
+    assert [b.scheduled_time for b in result.status.buffered] == [T - timedelta(hours=h) for h in range(5, 1, -1)]
     assert result.wake_at != NOW  # not "now": the runtime wakes it when the budget has a create for it
     assert result.status.counters.buffered == 0 and result.status.counters.missed == 0
 
 
 def test_a_pass_starts_as_many_catch_up_runs_as_the_budget_holds_oldest_first() -> None:
     result = plan(catching_up(6), [], context(NOW, backlog_creates=2))
-    assert made(result) == [(T - timedelta(hours=5), Trigger.CATCH_UP), (T - timedelta(hours=4), Trigger.CATCH_UP),
-                            (T, Trigger.SCHEDULE)]  # fmt: skip
+    hours = [h for h, _ in made(result)]
+    assert hours == [T - timedelta(hours=h) for h in (5, 4, 1, 0)]
     assert result.backlog_creates == 2 and result.backlog_waiting
-    assert len(result.status.buffered) == 3
+    assert [b.scheduled_time for b in result.status.buffered] == [T - timedelta(hours=3), T - timedelta(hours=2)]
+
+
+def test_a_run_late_by_one_period_as_under_load_does_not_draw() -> None:
+    result = plan(catching_up(2), [], context(NOW, backlog_creates=0))
+    assert made(result) == [(T - timedelta(hours=1), Trigger.CATCH_UP), (T, Trigger.SCHEDULE)]
+    assert result.backlog_creates == 0 and not result.backlog_waiting and not result.status.buffered
 
 
 def passes(obj: ScheduledJob, budgets: list[int], *, now: datetime = NOW) -> list[Plan]:
@@ -83,7 +90,7 @@ def passes(obj: ScheduledJob, budgets: list[int], *, now: datetime = NOW) -> lis
 
 def test_held_back_runs_start_in_later_passes_each_exactly_once() -> None:
     plans = passes(catching_up(30), [3, 0, 4, 0, 0, 10, 10, 10])
-    assert [p.backlog_creates for p in plans] == [3, 0, 4, 0, 0, 10, 10, 2]
+    assert [p.backlog_creates for p in plans] == [3, 0, 4, 0, 0, 10, 10, 1]  # 28: all but 09:00 and 10:00
     assert [p.backlog_waiting for p in plans] == [True] * 7 + [False]
     times = [t for p in plans for t, _ in made(p)]
     assert sorted(times) == [T - timedelta(hours=h) for h in range(29, -1, -1)] and len(set(times)) == 30
@@ -107,8 +114,8 @@ def test_backfill_runs_draw_from_the_same_budget_after_the_catch_up() -> None:
                    annotations={names.BACKFILL_ANNOTATION: json.dumps(body)})  # fmt: skip
     result = plan(obj, [], context(NOW, backlog_creates=4))
     triggers = [trigger for _, trigger in made(result)]
-    assert triggers == [Trigger.CATCH_UP, Trigger.CATCH_UP, Trigger.SCHEDULE, Trigger.BACKFILL, Trigger.BACKFILL]
-    assert result.backlog_creates == 4 and result.backlog_waiting and result.status.backfills[0].started == 2
+    assert triggers == [Trigger.CATCH_UP] * 2 + [Trigger.SCHEDULE] + [Trigger.BACKFILL] * 3  # 08:00 draws, 09:00 not
+    assert result.backlog_creates == 4 and result.backlog_waiting and result.status.backfills[0].started == 3
 
 
 def test_a_backfill_waits_for_the_budget_with_its_progress_unchanged() -> None:
@@ -131,9 +138,10 @@ def test_retries_and_manual_runs_never_draw_from_the_budget() -> None:
     assert result.backlog_creates == 0 and not result.backlog_waiting
 
 
-def test_under_forbid_the_scheduled_run_goes_first_and_the_waiting_catch_up_is_skipped_as_an_overlap() -> None:
+def test_under_forbid_a_run_waiting_for_the_budget_lets_a_later_one_start_and_is_skipped_as_an_overlap() -> None:
     first = plan(catching_up(4, policy="Forbid"), [], context(NOW, backlog_creates=0))
-    assert made(first) == [(T, Trigger.SCHEDULE)] and first.backlog_waiting
+    assert made(first) == [(T - timedelta(hours=1), Trigger.CATCH_UP)] and first.backlog_waiting
+    assert first.status.counters.skipped == 1  # 10:00 overlaps 09:00, which needed no budget
     [again] = passes(with_status(catching_up(4, policy="Forbid"), first.status), [5], now=NOW + timedelta(seconds=1))
     assert made(again) == [] and not again.status.buffered and again.status.counters.skipped == 3
 
@@ -152,4 +160,4 @@ def test_under_a_buffer_policy_the_run_waiting_for_the_budget_stands_where_the_a
 
 def test_without_a_namespace_budget_nothing_waits_for_one() -> None:
     result = plan(catching_up(6), [], context(NOW))
-    assert len(made(result)) == 6 and result.backlog_creates == 5 and not result.backlog_waiting
+    assert len(made(result)) == 6 and result.backlog_creates == 4 and not result.backlog_waiting

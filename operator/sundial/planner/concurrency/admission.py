@@ -22,9 +22,10 @@ reached it) and one that would exceed ``MAX_ACTIVE`` are skipped too.
 Under every policy a catch-up or backfill run that would start when ``Context.backlog_creates`` is used up
 (the namespace's budget, DESIGN §11.1) waits in ``status.buffered`` instead (not counted, no Event) and is
 handed to the policy again in a later pass, when the budget has a create for it: delayed, never dropped by
-the budget. The runs after it in the pass are admitted as if it were not there - so the scheduled run, which
-needs no budget, is not held back by it (under ``Forbid`` it then starts, and the waiting catch-up runs are
-skipped when they come back while it is active, as any overlapping run is). Under ``BufferOne`` and
+the budget. The runs after it in the pass are admitted as if it were not there - so a run that needs no
+budget (the scheduled run, or the catch-up run late by one period: ``Draft.draws``) is not held back by it
+(under ``Forbid`` the first such run starts, and the waiting catch-up runs are skipped when they come back
+while it is active, as any overlapping run is). Under ``BufferOne`` and
 ``BufferAll`` the waiting run stands where the active one would, so the buffer still holds its full count.
 """
 
@@ -101,11 +102,11 @@ def _start(draft: Draft, run: NewRun, ran: set[RunKey], *, defer: bool = False) 
         _skip(draft, run, why)
         return
     nominal, trigger, manual = run
-    if (defer and draft.creates_left() <= 0) or not draft.may_start(trigger):
+    if (defer and draft.creates_left() <= 0) or not draft.may_start(trigger, nominal):
         buffers.defer(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
         return
     start_run(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
-    draft.started(trigger)
+    draft.started(trigger, nominal)
 
 
 def _skip(draft: Draft, run: NewRun, why: str) -> None:

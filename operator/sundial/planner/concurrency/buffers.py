@@ -94,9 +94,10 @@ def release(draft: Draft) -> list[NewRun]:
         handed = [(b.scheduled_time, b.trigger, b.manual) for b in draft.buffered]
         draft.buffered.clear()
         return handed
-    if draft.busy or _held(draft) or not draft.may_start(draft.buffered[0].trigger):
+    head = draft.buffered[0]
+    if draft.busy or _held(draft) or not draft.may_start(head.trigger, head.scheduled_time):
         return []
     oldest = draft.buffered.pop(0)
     attempts.start_run(draft, scheduled_time=oldest.scheduled_time, trigger=oldest.trigger, manual=oldest.manual)
-    draft.started(oldest.trigger)
+    draft.started(oldest.trigger, oldest.scheduled_time)
     return []

@@ -224,7 +224,7 @@ def runs_to_start(draft: Draft, observed: Mapping[str, ObservedJob]) -> list[New
         return []
     progress = draft.backfills[index]
     budget = min(free, progress.max_runs - progress.started, draft.creates_left())
-    if budget <= 0 or not draft.may_start(Trigger.BACKFILL):
+    if budget <= 0 or not draft.may_start(Trigger.BACKFILL, progress.next_time or draft.now):
         return []
     budget = min(budget, draft.backlog_left())
     walk = _walk(draft, progress, budget=budget, ran=_ran(draft, observed, current=progress.token))

@@ -76,6 +76,9 @@ class Draft:
     """Catch-up and backfill runs started in this pass (``Context.backlog_creates`` counts them)."""
     budget_held: bool = False
     """A catch-up or backfill run could have started in this pass but for ``Context.backlog_creates``."""
+    late_by_one: datetime | None = None
+    """The nominal time due just before this pass's scheduled run: its catch-up run is late by one period, as
+    a loaded operator makes runs, not a backlog, and does not draw from the namespace's budget."""
 
     @classmethod
     def start(cls, obj: ScheduledJob, spec: ScheduledJobSpec, context: Context) -> Draft:
@@ -165,17 +168,21 @@ class Draft:
         budget = self.context.backlog_creates
         return UNBOUNDED if budget is None else budget - self.backlog_started
 
-    def may_start(self, trigger: Trigger) -> bool:
-        """A new run of ``trigger`` may start as far as the namespace's budget goes; one that may not marks the
-        pass :attr:`budget_held` (its run waits for a later pass)."""
-        if trigger not in BACKLOG or self.backlog_left() > 0:
+    def draws(self, trigger: Trigger, nominal: datetime) -> bool:
+        """A new run of ``trigger`` at ``nominal`` draws from the namespace's budget (see :data:`BACKLOG`)."""
+        return trigger in BACKLOG and not (trigger is Trigger.CATCH_UP and nominal == self.late_by_one)
+
+    def may_start(self, trigger: Trigger, nominal: datetime) -> bool:
+        """A new run may start as far as the namespace's budget goes; one that may not marks the pass
+        :attr:`budget_held` (its run waits for a later pass)."""
+        if not self.draws(trigger, nominal) or self.backlog_left() > 0:
             return True
         self.budget_held = True
         return False
 
-    def started(self, trigger: Trigger) -> None:
-        """A new run of ``trigger`` started: counted against the namespace's budget if it draws from it."""
-        self.backlog_started += trigger in BACKLOG
+    def started(self, trigger: Trigger, nominal: datetime) -> None:
+        """A new run started: counted against the namespace's budget if it draws from it."""
+        self.backlog_started += self.draws(trigger, nominal)
 
     @property
     def busy(self) -> bool:
