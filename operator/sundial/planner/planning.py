@@ -18,10 +18,13 @@ bad spec. The order of one pass:
    object is being deleted - plus one manual run for a new ``sundial.dev/trigger`` token (allowed while
    suspended) go through ``concurrencyPolicy`` (:mod:`.concurrency.admission`); then a new ``sundial.dev/backfill``
    request is taken and the runs of the oldest unfinished backfill that the policy admits now
-   (:mod:`.requests.backfills`).
+   (:mod:`.requests.backfills`). Catch-up and backfill runs start only as far as ``Context.backlog_creates``
+   (the namespace's budget, DESIGN §11.1) goes; the others wait for a later pass.
 7. Finished Jobs beyond the history limits are deleted (:mod:`.runs.history`).
 8. One-offs complete; ``ttlSecondsAfterFinished`` deletes the object (:mod:`.summary`).
-9. Conditions (:mod:`.summary`), ``nextScheduleTime`` and the wake-up time are computed.
+9. Conditions (:mod:`.summary`), ``nextScheduleTime`` and the wake-up time are computed: "now" while runs
+   wait only for this pass's creates, never for runs that wait for the namespace's budget
+   (``Plan.backlog_waiting``: the runtime knows when it has a create again).
 
 ``write_status`` is true when the status changed materially; ``activeRuns[].jobSeen`` flips alone are
 not material (they ride along with the next material write). Planning again with the returned status,
@@ -46,7 +49,7 @@ from sundial.planner import summary
 from sundial.planner.actions import CONDITION_EVENTS, Action, EmitEvent, EventType
 from sundial.planner.concurrency import admission, buffers
 from sundial.planner.observed import JobPhase, ObservedJob
-from sundial.planner.plans import Context, Plan
+from sundial.planner.plans import BACKLOG, Context, Plan
 from sundial.planner.requests import backfills, triggers
 from sundial.planner.runs import attempts, history, outcomes, retries
 from sundial.planner.status import conditions
@@ -84,6 +87,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         missed.record(draft, found.missed, unlisted=found.missed_unlisted, dropped=circuit_drop)
         exclusions.record(draft, found.excluded)
         new_runs += [(t, trigger, False) for t, trigger in found.to_run]
+        draft.late_by_one = _late_by_one(found.to_run)
     manual = triggers.manual_request(draft)
     if manual is not None and not draft.closing:
         new_runs.append((manual, Trigger.MANUAL, True))
@@ -101,6 +105,8 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         write_status=_material(status) != _material(obj.status),
         actions=tuple(draft.actions),
         wake_at=_wake_at(draft, paused=paused),
+        backlog_creates=draft.backlog_started,
+        backlog_waiting=_waits_for_budget(draft),
     )
 
 
@@ -152,7 +158,7 @@ def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
             candidates.append(retry.not_before)
         elif age is not None and retry.trigger not in attempts.AGELESS:
             candidates.append(max(now, retry.scheduled_time + age) + due.TICK)
-    if backfills.in_progress(draft) or buffers.deferred(draft):
+    if _comes_back_at_once(draft):
         candidates.append(now)
     reissue = draft.context.reissue_after
     candidates += [run.claimed_at + reissue for run in draft.active if not run.job_seen]
@@ -163,6 +169,32 @@ def _wake_at(draft: Draft, *, paused: bool) -> datetime | None:
         if deadline > now:
             candidates.append(deadline)
     return min(candidates, default=None)
+
+
+def _late_by_one(to_run: Sequence[tuple[datetime, Trigger]]) -> datetime | None:
+    """The catch-up run due just before the scheduled run of the pass (see ``Draft.late_by_one``)."""
+    if len(to_run) > 1 and to_run[-1][1] is Trigger.SCHEDULE:
+        return to_run[-2][0]
+    return None
+
+
+def _waits_for_budget(draft: Draft) -> bool:
+    """Catch-up or backfill runs are left that only the namespace's budget holds back (``Context.backlog_creates``)."""
+    if draft.budget_held:
+        return True
+    if draft.backlog_left() > 0:
+        return False
+    kept = buffers.deferred(draft) and any(b.trigger in BACKLOG for b in draft.buffered)
+    return kept or backfills.in_progress(draft)
+
+
+def _comes_back_at_once(draft: Draft) -> bool:
+    """Runs wait for the next pass only (the pass's creates ran out), not for the namespace's budget."""
+    if not (backfills.in_progress(draft) or buffers.deferred(draft)):
+        return False
+    if not _waits_for_budget(draft):
+        return True
+    return buffers.deferred(draft) and any(b.trigger not in BACKLOG for b in draft.buffered)
 
 
 def _material(status: ScheduledJobStatus) -> ScheduledJobStatus:

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from sundial import schedule
 from sundial.model.calendars import ScheduleCalendarSpec
-from sundial.model.enums import ConditionReason
+from sundial.model.enums import ConditionReason, Trigger
 from sundial.model.resource import ScheduledJob
 from sundial.model.spec import ScheduledJobSpec
 from sundial.model.status import ScheduledJobStatus
@@ -18,6 +18,14 @@ CREATES_PER_PASS = 10
 """Job creates one pass starts for new runs (catch-up, backfill) before it yields its namespace's turn (DESIGN
 §11.1): the rest wait in ``status.buffered`` and the object is planned again at once, after the dispatcher has
 served the other namespaces' turns. Equal to ``catchUp.maxRuns``' default, so a default catch-up fits one pass."""
+
+BACKLOG = frozenset({Trigger.CATCH_UP, Trigger.BACKFILL})
+"""The triggers whose first attempts draw from the namespace's create budget (``Context.backlog_creates``,
+DESIGN §11.1): one outage or one backfill request can ask for many of them at once. The scheduled run, a
+manual run and the next attempts of a run (retries, redrives, re-issues) do not draw: each is one Job for
+one due time or one request, and none of them waits behind the namespace's catch-up and backfill. Nor does
+the catch-up run due just before a pass's scheduled run (``Draft.late_by_one``): late by one period, as a
+loaded operator makes runs, it is at most one more per scheduled run, not a backlog."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,11 @@ class Context:
     same-name) CreateJob again: the replica that claimed it may have died between the claim and the create."""
     creates_per_pass: int = CREATES_PER_PASS
     """At most this many Job creates per pass for new runs (:data:`CREATES_PER_PASS`; retries count too)."""
+    backlog_creates: int | None = None
+    """At most this many catch-up and backfill runs (:data:`BACKLOG`) may start in this pass: what the
+    namespace's create budget holds for it (the runtime's token bucket, DESIGN §11.1). The others wait -
+    catch-up runs in ``status.buffered``, a backfill in its progress - and :attr:`Plan.backlog_waiting` says
+    so. None: no namespace budget (only :attr:`creates_per_pass`)."""
     calendars: Mapping[str, ScheduleCalendarSpec | None] = field(default_factory=dict)
     """The ScheduleCalendars of the object's namespace that its ``spec.calendarRefs`` name and that exist, by
     name (None: it exists but is invalid). A name missing here is a calendar that does not exist."""
@@ -81,4 +94,10 @@ class Plan:
     write_status: bool
     actions: tuple[Action, ...]
     wake_at: datetime | None
-    """When to plan this object again at the latest (None: only on a change)."""
+    """When to plan this object again at the latest (None: only on a change). Not "now" for runs that wait
+    only for the namespace's budget: see :attr:`backlog_waiting`."""
+    backlog_creates: int = 0
+    """Catch-up and backfill runs this plan starts (:data:`BACKLOG`): what it draws from the namespace's budget."""
+    backlog_waiting: bool = False
+    """Catch-up or backfill runs wait only for ``Context.backlog_creates``: plan again once the namespace's
+    budget has a create for this object (the runtime knows when; ``wake_at`` does not include it)."""

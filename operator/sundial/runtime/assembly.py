@@ -23,6 +23,7 @@ from aiohttp import web
 from sundial.kube import connections, errors, leases, objects, ratelimits, requests
 from sundial.model import names
 from sundial.runtime.acting import sender
+from sundial.runtime.acting.budgets import NamespaceBudgets
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder
 from sundial.runtime.coordination import leasethread
@@ -132,6 +133,7 @@ async def build(
         metrics=metrics,
         clock=utcnow,
         crash_after_claim=settings.test_crash_after_claim,
+        budgets=NamespaceBudgets(rate=settings.dispatch.backlog_qps, burst=settings.dispatch.backlog_burst),
     )
     dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store)
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)

@@ -9,6 +9,7 @@ variable read (once, at startup, by the CLI) is the test-only fault-injection ho
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -163,9 +164,23 @@ class DispatchSettings:
     max_concurrency: int = 16
     """Objects reconciled at the same time."""
 
+    backlog_qps: float = 5.0
+    """Catch-up and backfill runs one namespace may start per second, across all its objects (a token bucket
+    per namespace, DESIGN §11.1): a tenth of the default ``--qps`` (a run is one Job create), so one namespace's
+    outage catch-up or backfill never takes the replica's API budget from the others; a default backfill of 100
+    runs takes about 16 s."""
+
+    backlog_burst: int = 20
+    """Catch-up and backfill runs one namespace may start at once after a quiet period: two passes' worth
+    (``CREATES_PER_PASS``, the default ``catchUp.maxRuns``), so a default catch-up never waits."""
+
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
             raise ValueError("--max-concurrency must be at least 1")
+        if not (math.isfinite(self.backlog_qps) and self.backlog_qps > 0):
+            raise ValueError(f"--backlog-qps must be a number greater than 0, got {self.backlog_qps}")
+        if self.backlog_burst < 1:
+            raise ValueError(f"--backlog-burst must be at least 1, got {self.backlog_burst}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -65,6 +65,7 @@ def test_every_flag_lands_in_its_group(tmp_path: Path) -> None:
         *("--qps", "20", "--burst", "30", "--kubeconfig", str(tmp_path / "kc")),
         *("--event-qps", "4", "--event-burst", "8", "--event-series-interval", "60"),
         *("--max-concurrency", "2", "--metrics-port", "9090", "--health-port", "9091"),
+        *("--backlog-qps", "0.5", "--backlog-burst", "3"),
         *("--webhook-port", "9443", "--webhook-addr", "127.0.0.1", "--webhook-host", "h.svc"),
         *("--webhook-cert-file", str(tmp_path / "c"), "--webhook-key-file", str(tmp_path / "k")),
         *("--webhook-ca-dump", str(tmp_path / "ca"), "--webhook-managed", "sundial"),
@@ -87,10 +88,31 @@ def test_every_flag_lands_in_its_group(tmp_path: Path) -> None:
             ca_dump=tmp_path / "ca",
             managed="sundial",
         ),
-        dispatch=groups.DispatchSettings(max_concurrency=2),
+        dispatch=groups.DispatchSettings(max_concurrency=2, backlog_qps=0.5, backlog_burst=3),
         probes=groups.ProbeSettings(metrics_port=9090, health_port=9091),
         logging=groups.LoggingSettings(format=groups.LogFormat.JSON, level="DEBUG"),
     )
+
+
+def test_the_namespace_budget_defaults_to_five_a_second_with_a_burst_of_twenty() -> None:
+    dispatch = run_cmd.settings_from(_args(), environ={}).dispatch
+    assert (dispatch.backlog_qps, dispatch.backlog_burst) == (5.0, 20)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--backlog-qps", "0"), "--backlog-qps must be a number greater than 0, got 0.0"),
+        (("--backlog-qps", "-2"), "--backlog-qps must be a number greater than 0, got -2.0"),
+        (("--backlog-qps", "nan"), "--backlog-qps must be a number greater than 0, got nan"),
+        (("--backlog-qps", "inf"), "--backlog-qps must be a number greater than 0, got inf"),
+        (("--backlog-burst", "0"), "--backlog-burst must be at least 1, got 0"),
+    ],
+)
+def test_bad_namespace_budget_flags_are_refused_naming_the_flag(argv: tuple[str, str], message: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        run_cmd.settings_from(_args(*argv), environ={})
+    assert str(refused.value) == message
 
 
 def test_the_flag_defaults_are_the_groups_defaults() -> None:

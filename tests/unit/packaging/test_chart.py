@@ -240,6 +240,8 @@ def test_the_deployment_passes_the_lease_and_shard_settings(rendered: Any, check
         f"--event-qps={values['events']['qps']}",
         f"--event-burst={values['events']['burst']}",
         f"--event-series-interval={values['events']['seriesInterval']}",
+        f"--backlog-qps={values['backlog']['qps']}",
+        f"--backlog-burst={values['backlog']['burst']}",
     ):
         assert flag in args
     assert [a for a in args if a.startswith("--namespace=")] == [f"--namespace={n}" for n in values["watchNamespaces"]]

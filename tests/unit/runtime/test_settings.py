@@ -78,6 +78,8 @@ def test_every_field_has_a_docstring_right_under_it() -> None:
         (LeaseSettings, {"shards": 0}, "--shards"),
         (EventSettings, {"qps": 0}, "--event-qps"),
         (DispatchSettings, {"max_concurrency": 0}, "--max-concurrency"),
+        (DispatchSettings, {"backlog_qps": 0}, "--backlog-qps"),
+        (DispatchSettings, {"backlog_burst": 0}, "--backlog-burst"),
         (WebhookSettings, {"port": -1}, "--webhook-port"),
         (Settings, {"identity": ""}, "identity"),
         (Settings, {"identity": "me", "test_crash_after_claim": -1}, "SUNDIAL_TEST_CRASH_AFTER_CLAIM"),

@@ -72,7 +72,7 @@ def register(subparsers: Any) -> None:
         default="uvloop",
         help="the asyncio event loop implementation (default: uvloop)",
     )
-    add("--max-concurrency", type=int, default=_DISPATCH.max_concurrency, help="objects reconciled at once")
+    _add_dispatch_flags(parser)
     _add_probe_flags(parser)
     add("--webhook-port", type=int, default=_WEBHOOK.port, help="admission webhook HTTPS port (0: off)")
     add("--webhook-addr", default=_WEBHOOK.addr, help="admission webhook listen address")
@@ -99,6 +99,23 @@ def register(subparsers: Any) -> None:
     add("--identity", default=None, help="Lease holder identity (default: $POD_NAME, else <hostname>-<pid>)")
     _add_certificate_flags(parser)
     parser.set_defaults(func=run)
+
+
+def _add_dispatch_flags(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--max-concurrency", type=int, default=_DISPATCH.max_concurrency, help="objects reconciled at once")
+    add(
+        "--backlog-qps",
+        type=float,
+        default=_DISPATCH.backlog_qps,
+        help="catch-up and backfill runs one namespace may start per second, across all its objects",
+    )
+    add(
+        "--backlog-burst",
+        type=int,
+        default=_DISPATCH.backlog_burst,
+        help="catch-up and backfill runs one namespace may start at once after a quiet period",
+    )
 
 
 def _add_probe_flags(parser: argparse.ArgumentParser) -> None:
@@ -222,7 +239,9 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             managed=args.webhook_managed,
             max_job_template_bytes=args.max_job_template_bytes,
         ),
-        dispatch=groups.DispatchSettings(max_concurrency=args.max_concurrency),
+        dispatch=groups.DispatchSettings(
+            max_concurrency=args.max_concurrency, backlog_qps=args.backlog_qps, backlog_burst=args.backlog_burst
+        ),
         probes=groups.ProbeSettings(
             metrics_port=args.metrics_port,
             health_port=args.health_port,

@@ -18,6 +18,15 @@ Every policy is one case of :func:`admit`'s ``match``, as the CronJob controller
 Under every policy a run that is already active, pending or buffered (a second trigger within the same
 second), one that already ran (in ``recentRuns`` with an attempt: a time a backfill ran before the schedule
 reached it) and one that would exceed ``MAX_ACTIVE`` are skipped too.
+
+Under every policy a catch-up or backfill run that would start when ``Context.backlog_creates`` is used up
+(the namespace's budget, DESIGN §11.1) waits in ``status.buffered`` instead (not counted, no Event) and is
+handed to the policy again in a later pass, when the budget has a create for it: delayed, never dropped by
+the budget. The runs after it in the pass are admitted as if it were not there - so a run that needs no
+budget (the scheduled run, or the catch-up run late by one period: ``Draft.draws``) is not held back by it
+(under ``Forbid`` the first such run starts, and the waiting catch-up runs are skipped when they come back
+while it is active, as any overlapping run is). Under ``BufferOne`` and
+``BufferAll`` the waiting run stands where the active one would, so the buffer still holds its full count.
 """
 
 from __future__ import annotations
@@ -85,17 +94,19 @@ def _duplicate(draft: Draft, run: NewRun, ran: set[RunKey]) -> str:
 
 def _start(draft: Draft, run: NewRun, ran: set[RunKey], *, defer: bool = False) -> None:
     """Start ``run`` unless it is a duplicate or too many runs are active; ``defer``: once this pass's Job
-    creates are used up, keep it for the next pass (runs kept so count as active for the bound)."""
+    creates are used up, keep it for the next pass (runs kept so count as active for the bound). A catch-up
+    or backfill run the namespace's budget has no create for is kept for a later pass under every policy."""
     kept = len(draft.buffered) if defer else 0
     why = _duplicate(draft, run, ran) or ("too many active runs" if len(draft.active) + kept >= MAX_ACTIVE else "")
     if why:
         _skip(draft, run, why)
         return
     nominal, trigger, manual = run
-    if defer and draft.creates_left() <= 0:
+    if (defer and draft.creates_left() <= 0) or not draft.may_start(trigger, nominal):
         buffers.defer(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
         return
     start_run(draft, scheduled_time=nominal, trigger=trigger, manual=manual)
+    draft.started(trigger, nominal)
 
 
 def _skip(draft: Draft, run: NewRun, why: str) -> None:

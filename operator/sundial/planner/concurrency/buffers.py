@@ -15,7 +15,11 @@ buffered runs are handed to the new policy as new due runs.
 
 Under ``Allow`` the buffer holds the runs a pass had no Job creates left for (:func:`defer`,
 ``Context.creates_per_pass``, DESIGN §11.1): each pass hands them back as new due runs, oldest first, and
-the object is planned again at once while any wait (:func:`deferred`).
+the object is planned again at once while any wait (:func:`deferred`). So does a catch-up or backfill run the
+namespace's budget had no create for (``Context.backlog_creates``), under every policy; the object is then
+planned again when the budget has one (``Plan.backlog_waiting``), not at once. Under the buffer policies such
+a run at the head of the buffer stands where the active run would: it starts first, and the buffer holds
+its full count besides it.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ def buffer(draft: Draft, *, scheduled_time: datetime, trigger: Trigger, manual: 
     """Keep a due run waiting; returns False (and counts it skipped) when the buffer is full."""
     policy = draft.spec.concurrency_policy
     label = f"{'manual run' if manual else 'run'} {attempts.when(scheduled_time)}"
-    limit = capacity(policy)
+    limit = capacity(policy) + int(draft.budget_held and not draft.busy)  # the head waits for the budget
     if len(draft.buffered) >= limit:
         draft.count(StatusCounter.SKIPPED)
         draft.emit(
@@ -90,8 +94,10 @@ def release(draft: Draft) -> list[NewRun]:
         handed = [(b.scheduled_time, b.trigger, b.manual) for b in draft.buffered]
         draft.buffered.clear()
         return handed
-    if draft.busy or _held(draft):
+    head = draft.buffered[0]
+    if draft.busy or _held(draft) or not draft.may_start(head.trigger, head.scheduled_time):
         return []
     oldest = draft.buffered.pop(0)
     attempts.start_run(draft, scheduled_time=oldest.scheduled_time, trigger=oldest.trigger, manual=oldest.manual)
+    draft.started(oldest.trigger, oldest.scheduled_time)
     return []

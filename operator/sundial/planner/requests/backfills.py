@@ -16,7 +16,9 @@
   or buffers its own runs: ``Allow`` starts up to the active-run limit at once; ``Forbid``, ``Replace``,
   ``BufferOne`` and ``BufferAll`` one at a time, when no run is active, waiting for a retry or buffered.
   A pass starts at most ``Context.creates_per_pass`` Jobs, scheduled and catch-up runs first (DESIGN
-  §11.1); the rest of the range continues in the next pass, which comes at once.
+  §11.1); the rest of the range continues in the next pass, which comes at once. Backfill runs draw from
+  the namespace's budget with the catch-up runs (``Context.backlog_creates``): when it is used up the range
+  continues once the budget has a create for it (``Plan.backlog_waiting``).
   Scheduled runs due in the same pass go first. Each run is then admitted like any other run. A backfill
   runs while ``spec.suspend`` is set (an explicit request, like a manual trigger), not while the
   dead-letter circuit is open or the object is being deleted. Requests are handled one at a time, oldest
@@ -222,8 +224,9 @@ def runs_to_start(draft: Draft, observed: Mapping[str, ObservedJob]) -> list[New
         return []
     progress = draft.backfills[index]
     budget = min(free, progress.max_runs - progress.started, draft.creates_left())
-    if budget <= 0:
+    if budget <= 0 or not draft.may_start(Trigger.BACKFILL, progress.next_time or draft.now):
         return []
+    budget = min(budget, draft.backlog_left())
     walk = _walk(draft, progress, budget=budget, ran=_ran(draft, observed, current=progress.token))
     started = progress.started + len(walk.picked)
     done = walk.next_time is None or started >= progress.max_runs

@@ -27,12 +27,14 @@ from sundial.model.status import (
     StatusCounter,
 )
 from sundial.planner.actions import Action, CreateJob, EmitEvent, EventReason, EventType
-from sundial.planner.plans import Context, compile_spec
+from sundial.planner.plans import BACKLOG, Context, compile_spec
 
 RunKey = tuple[datetime, bool]
 """Identity of a run: (nominal time, manual)."""
 NewRun = tuple[datetime, Trigger, bool]
 """A run handed to admission (:mod:`sundial.planner.concurrency`): (nominal time, trigger, manual)."""
+UNBOUNDED = 2**31
+"""What :meth:`Draft.backlog_left` says without a namespace budget (``Context.backlog_creates`` None)."""
 
 
 @dataclass
@@ -70,6 +72,13 @@ class Draft:
     """The excluded times (``spec.exclude`` and the calendars found): such nominal times are never run."""
     calendar_problem: tuple[ConditionReason, str] | None = None
     """A calendar of ``spec.calendarRefs`` is missing or invalid: (reason, message); nothing new fires."""
+    backlog_started: int = 0
+    """Catch-up and backfill runs started in this pass (``Context.backlog_creates`` counts them)."""
+    budget_held: bool = False
+    """A catch-up or backfill run could have started in this pass but for ``Context.backlog_creates``."""
+    late_by_one: datetime | None = None
+    """The nominal time due just before this pass's scheduled run: its catch-up run is late by one period, as
+    a loaded operator makes runs, not a backlog, and does not draw from the namespace's budget."""
 
     @classmethod
     def start(cls, obj: ScheduledJob, spec: ScheduledJobSpec, context: Context) -> Draft:
@@ -152,6 +161,28 @@ class Draft:
         """Job creates this pass may still start (``Context.creates_per_pass`` minus those already planned)."""
         planned = sum(isinstance(action, CreateJob) for action in self.actions)
         return self.context.creates_per_pass - planned
+
+    def backlog_left(self) -> int:
+        """Catch-up and backfill runs this pass may still start (``Context.backlog_creates`` minus those started;
+        :data:`UNBOUNDED` without a namespace budget)."""
+        budget = self.context.backlog_creates
+        return UNBOUNDED if budget is None else budget - self.backlog_started
+
+    def draws(self, trigger: Trigger, nominal: datetime) -> bool:
+        """A new run of ``trigger`` at ``nominal`` draws from the namespace's budget (see :data:`BACKLOG`)."""
+        return trigger in BACKLOG and not (trigger is Trigger.CATCH_UP and nominal == self.late_by_one)
+
+    def may_start(self, trigger: Trigger, nominal: datetime) -> bool:
+        """A new run may start as far as the namespace's budget goes; one that may not marks the pass
+        :attr:`budget_held` (its run waits for a later pass)."""
+        if not self.draws(trigger, nominal) or self.backlog_left() > 0:
+            return True
+        self.budget_held = True
+        return False
+
+    def started(self, trigger: Trigger, nominal: datetime) -> None:
+        """A new run started: counted against the namespace's budget if it draws from it."""
+        self.backlog_started += self.draws(trigger, nominal)
 
     @property
     def busy(self) -> bool:

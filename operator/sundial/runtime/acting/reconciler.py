@@ -27,6 +27,7 @@ from sundial.planner import actions
 from sundial.planner.observed import FailureReason, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.runtime import fencing
+from sundial.runtime.acting.budgets import Budgets, NoBudgets
 from sundial.runtime.acting.compiled import CompiledSpecs
 from sundial.runtime.serving.metrics import FencedKind, Metrics, PassOutcome
 from sundial.runtime.watch import jobs
@@ -106,6 +107,7 @@ class Reconciler:
         crash_after_claim: int = 0,
         hard_exit: Callable[[int], None] = _hard_exit,
         compiled: CompiledSpecs | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self._store = store
         self._api = api
@@ -118,6 +120,7 @@ class Reconciler:
         self._synthetic: dict[Key, dict[str, ObservedJob]] = {}
         self.compiled = compiled or CompiledSpecs()
         """Parsed specs and compiled schedules/exclusions, per object (DESIGN §11.1)."""
+        self.budgets = budgets or NoBudgets()  # the namespaces' catch-up and backfill budgets (DESIGN §11.1)
         self._active: dict[Key, int] = {}
         self._active_total = 0
         # TEST ONLY fault injection (Settings.test_crash_after_claim): die between claim and create.
@@ -134,6 +137,7 @@ class Reconciler:
     def forget(self, key: Key) -> None:
         self._synthetic.pop(key, None)
         self.compiled.forget(key)
+        self.budgets.forget(key)
         self._active_total -= self._active.pop(key, 0)
         self._metrics.runs.active.set(self._active_total)
 
@@ -152,6 +156,8 @@ class Reconciler:
         except Exception:
             self._metrics.passes.reconciles.labels(outcome=PassOutcome.FAILED.value).inc()
             raise
+        finally:
+            self.budgets.release(key)  # what a pass that did not end took and did not claim
         self._metrics.passes.reconciles.labels(outcome=outcome.value).inc()
         return wake_at
 
@@ -168,6 +174,7 @@ class Reconciler:
             obj = self.compiled.read(key, body)
             context = self._context(key, shard, obj)
             plan = self._plan(obj, self._observed(key), context)
+            self.budgets.take(key, plan, context.now)  # at once: no other pass may count these tokens
             if plan.write_status:
                 self._lead.check(shard)
                 written = await self._retrying(
@@ -196,6 +203,7 @@ class Reconciler:
                     self._store.keep_newer(fresh, read_version=obj.metadata.resource_version)
                     continue
                 body, claimed = self._store.view(written.body), True
+                self.budgets.commit(key)
                 self._store.keep_newer(body, read_version=obj.metadata.resource_version)
                 self._count(obj.status, plan.status)
                 self._maybe_crash(plan)
@@ -203,7 +211,8 @@ class Reconciler:
             if await self._act(key, shard, obj, plan, version=version):
                 continue  # a failed attempt was recorded (invalid template, squatted name): plan again
             self._settle(key, plan.status)
-            return (PassOutcome.CLAIMED if claimed else PassOutcome.UNCHANGED), plan.wake_at
+            wake = self.budgets.settle(key, plan, context.now)  # earlier if runs wait for the namespace's budget
+            return (PassOutcome.CLAIMED if claimed else PassOutcome.UNCHANGED), wake
         logger.warning("%s/%s: still contended after %d re-plans", key[0], key[1], MAX_REPLANS)
         return PassOutcome.CONTENDED, self._clock() + CONTENDED_RETRY
 
@@ -215,6 +224,7 @@ class Reconciler:
         return Context(
             now=now,
             fencing_token=self._lead.fencing_token(shard),
+            backlog_creates=self.budgets.available(key, now),
             calendars=calendars,
             compiled=self.compiled.compiled(key, obj, calendars, versions, now=now),
         )
