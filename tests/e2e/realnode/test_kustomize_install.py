@@ -10,7 +10,8 @@
    its Leases are owned by its ServiceAccount and pod (kube/leases.py, ``Owner``);
 4. the failure mode: the same overlay without its fencing replacements, applied over it (the Deployment rolls),
    leaves the policy missing the operator, and the new pod says so (gauge 0, a ``FencingNotEnforced`` Warning);
-5. ``kubectl delete -k`` leaves nothing of Sundial's: the namespace (Leases, Events, the Secret the operator
+5. the kubelet's SIGTERM (scaled to 0) makes the operator release its shard Lease and delete its member Lease;
+6. ``kubectl delete -k`` leaves nothing of Sundial's: the namespace (Leases, Events, the Secret the operator
    filled) and every cluster-scoped object of the build are gone.
 """
 
@@ -192,6 +193,22 @@ def test_without_its_fencing_replacements_the_overlay_leaves_the_operator_unfenc
     assert warning["involvedObject"]["kind"] == "Lease"
     policy = cluster.get_json("validatingadmissionpolicy", f"{PREFIX}sundial-fencing")
     assert "system:serviceaccount:sundial-system:sundial-operator" in json.dumps(policy["spec"]["matchConditions"])
+
+
+def test_the_kubelets_sigterm_releases_the_shard_lease_and_deletes_the_member_lease(
+    cluster: Cluster, install: Install
+) -> None:
+    [pod] = cluster.wait_for(install.ready_pods, timeout=120, message="the operator Ready")
+    assert cluster.get_json("lease", SHARD_LEASE, "-n", NAMESPACE)["spec"]["holderIdentity"] == pod["metadata"]["name"]
+    scale = ("scale", "deployment", f"{PREFIX}sundial-operator", "-n", NAMESPACE)
+    cluster.kubectl(*scale, "--replicas=0")
+    cluster.wait_for(lambda: not install.pods(), timeout=60, message="the operator pod gone")
+    lease = cluster.get_json("lease", SHARD_LEASE, "-n", NAMESPACE)
+    assert not lease["spec"].get("holderIdentity"), f"the Lease still names a holder after SIGTERM: {lease['spec']}"
+    names = [item["metadata"]["name"] for item in cluster.get_json("leases", "-n", NAMESPACE)["items"]]
+    assert names == [SHARD_LEASE], names  # the member Lease went with the pod
+    cluster.kubectl(*scale, "--replicas=1")  # kubectl delete -k below deletes a running install
+    cluster.wait_for(install.ready_pods, timeout=120, message="the operator Ready again")
 
 
 def test_kubectl_delete_k_leaves_nothing_of_sundial_behind(cluster: Cluster, install: Install) -> None:
