@@ -84,6 +84,12 @@ def test_the_operator_pod_is_admitted_as_restricted_and_ready_through_its_probes
     [status] = pod["status"]["containerStatuses"]
     assert status["ready"] and status["containerID"].startswith("containerd://")
     assert status["imageID"].endswith(pod["spec"]["containers"][0]["image"].rsplit("@", 1)[1])
+    # As the kubelet ran it: user 65532, a read-only root filesystem (EROFS), the token mounted read-only.
+    probe = "import os\nfor path in ('/probe', '/var/run/secrets/kubernetes.io/serviceaccount/probe'):\n"
+    probe += "    try:\n        open(path, 'w')\n    except OSError as error:\n        print(error.errno)\n"
+    probe += "print(os.getuid(), os.getgid())"
+    ran = cluster.kubectl("exec", "-n", release.namespace, pod["metadata"]["name"], "--", "python3", "-c", probe)
+    assert ran.stdout.split() == ["30", "30", "65532", "65532"], ran.stdout
     labels = cluster.get_json("namespace", release.namespace)["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
 
