@@ -163,44 +163,6 @@ def test_cron_every_five_seconds_creates_contract_jobs(operator: Operator, clust
     cluster.kubectl("delete", "scheduledjob", "every5", "-n", namespace, "--wait=false")
 
 
-def test_run_at_one_off_completes(operator: Operator, cluster: Cluster, namespace: str) -> None:
-    cluster.apply(_scheduled_job("once", cluster.job_manifest("x"), runAt=_soon(2)), namespace)
-    sj = cluster.wait_for(
-        lambda: (obj := _sj(cluster, namespace, "once")) and _is_true(obj, "Complete") and obj,
-        timeout=40,
-        message="Complete=True on a runAt one-off",
-    )
-    assert (_condition(sj, "Complete") or {}).get("reason") == "Succeeded"
-    assert len(_jobs(cluster, namespace, "once")) == 1
-    assert sj["status"]["counters"]["succeeded"] == 1
-
-
-def test_failing_run_is_retried_then_dead_lettered(operator: Operator, cluster: Cluster, namespace: str) -> None:
-    manifest = _scheduled_job(
-        "flaky",
-        cluster.job_manifest("x", fail=True),
-        runAt=_soon(1),
-        failedJobsHistoryLimit=5,
-        retry={"maxAttempts": 2, "backoff": {"initial": "1s", "factor": 1, "max": "1s"}},
-    )
-    cluster.apply(manifest, namespace)
-    sj = cluster.wait_for(
-        lambda: (obj := _sj(cluster, namespace, "flaky")) and (obj.get("status") or {}).get("deadLetters") and obj,
-        timeout=60,
-        message="a dead letter after two failed attempts",
-    )
-    jobs = _jobs(cluster, namespace, "flaky")
-    attempts = sorted(job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION] for job in jobs)
-    assert attempts == ["1", "2"], [job["metadata"]["name"] for job in jobs]
-    retry = next(job for job in jobs if job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION] == "2")
-    assert retry["metadata"]["annotations"][names.TRIGGER_ANNOTATION] == "retry"
-    assert len({job["metadata"]["annotations"][names.IDEMPOTENCY_KEY_ANNOTATION] for job in jobs}) == 1
-    [letter] = sj["status"]["deadLetters"]
-    assert letter["reason"] == "MaxAttemptsExceeded"
-    assert letter["attempts"] == 2
-    assert _is_true(sj, "DeadLettered")
-
-
 def test_invalid_template_is_dead_lettered_while_others_keep_firing(
     operator: Operator, cluster: Cluster, namespace: str
 ) -> None:

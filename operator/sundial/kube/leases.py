@@ -5,13 +5,23 @@ Every write carries the resourceVersion that was read; a 409 (and, for an update
 What a replica does with a record (acquire, renew, stand by, release) is decided in
 :mod:`sundial.runtime.coordination.decisions` and carried out by
 :class:`sundial.runtime.coordination.electors.LeaseElector` (DESIGN §7).
+
+The Leases are made at run time, not by an install, so an uninstall would leave them behind. Each carries an
+ownerReference instead (:class:`Owner`): the shard Leases to the operator's ServiceAccount, a member Lease to
+its replica's pod, both learnt from a SelfSubjectReview (allowed to every authenticated user, no RBAC). When
+``helm uninstall`` or ``kubectl delete -k`` deletes the ServiceAccount (and the pods), the garbage collector
+deletes the Leases. A shard Lease made again later has another UID, so fencing tokens of the old one are
+refused (docs/fencing.md).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+import enum
+import logging
+import time
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -19,6 +29,8 @@ from kubernetes_asyncio import client
 
 from sundial.kube import errors, requests, results
 from sundial.model import names
+
+logger = logging.getLogger(__name__)
 
 #: The Lease UID no Lease has: a fencing token with it is stale for every Lease (the enforcement probe's).
 NO_UID = "00000000-0000-0000-0000-000000000000"
@@ -38,6 +50,47 @@ class LeaseRecord:
     resource_version: str = ""
     uid: str = ""
     """``metadata.uid``: a recreated Lease has another one (the fencing token's last part)."""
+    owners: tuple[Mapping[str, str], ...] = ()
+    """``metadata.ownerReferences`` as read; a replace keeps them unless this replica knows its own."""
+
+
+class Owner(enum.Enum):
+    """What a Lease belongs to: the garbage collector deletes the Lease once its owner is gone."""
+
+    SERVICE_ACCOUNT = "ServiceAccount"
+    """The shard Leases: they outlive the pods (a restart keeps a shard's fencing tokens), not the install."""
+    POD = "Pod"
+    """A replica's member Lease: it goes with the pod, also when the pod could not delete it itself."""
+
+
+#: ``userInfo.extra`` keys of a pod-bound ServiceAccount token (what the kubelet projects).
+POD_NAME_KEY = "authentication.kubernetes.io/pod-name"
+POD_UID_KEY = "authentication.kubernetes.io/pod-uid"
+SERVICE_ACCOUNT_USER = "system:serviceaccount:"
+#: After a failed SelfSubjectReview, the next try waits this long (seconds): at most one extra call a minute.
+OWNER_RETRY_SECONDS = 60.0
+
+
+def owner_references(user_info: Mapping[str, Any], namespace: str) -> dict[Owner, dict[str, str]]:
+    """The ownerReferences a Lease in ``namespace`` may carry, from a SelfSubjectReview's ``userInfo``: the
+    ServiceAccount (its UID is the user's) and the pod of a pod-bound token. None for any other user (a
+    kubeconfig's), nor when the ServiceAccount lives in another namespace: the garbage collector treats a
+    namespaced owner in another namespace as absent and would delete the Lease at once."""
+    username = str(user_info.get("username") or "")
+    if not username.startswith(SERVICE_ACCOUNT_USER):
+        return {}
+    account_namespace, _, account = username.removeprefix(SERVICE_ACCOUNT_USER).partition(":")
+    if account_namespace != namespace or not account:
+        return {}
+    found: dict[Owner, dict[str, str]] = {}
+    uid = str(user_info.get("uid") or "")
+    if uid:
+        found[Owner.SERVICE_ACCOUNT] = {"apiVersion": "v1", "kind": "ServiceAccount", "name": account, "uid": uid}
+    extra = user_info.get("extra") or {}
+    pod, pod_uid = (next(iter(extra.get(key) or []), "") for key in (POD_NAME_KEY, POD_UID_KEY))
+    if pod and pod_uid:
+        found[Owner.POD] = {"apiVersion": "v1", "kind": "Pod", "name": str(pod), "uid": str(pod_uid)}
+    return found
 
 
 class LeaseApi(Protocol):
@@ -70,14 +123,16 @@ def _parse(value: Any) -> datetime | None:
 
 def record_from(body: dict[str, Any]) -> LeaseRecord:
     spec = body.get("spec") or {}
+    metadata = body.get("metadata") or {}
     return LeaseRecord(
         holder=spec.get("holderIdentity") or None,
         duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
         acquire_time=_parse(spec.get("acquireTime")),
         renew_time=_parse(spec.get("renewTime")),
         transitions=int(spec.get("leaseTransitions") or 0),
-        resource_version=str((body.get("metadata") or {}).get("resourceVersion") or ""),
-        uid=str((body.get("metadata") or {}).get("uid") or ""),
+        resource_version=str(metadata.get("resourceVersion") or ""),
+        uid=str(metadata.get("uid") or ""),
+        owners=tuple(dict(ref) for ref in metadata.get("ownerReferences") or []),
     )
 
 
@@ -87,6 +142,8 @@ def body_from(
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         metadata["labels"] = dict(labels)
+    if record.owners:
+        metadata["ownerReferences"] = [dict(ref) for ref in record.owners]
     if record.resource_version:
         metadata["resourceVersion"] = record.resource_version
     return {
@@ -108,6 +165,8 @@ class KubeLeaseApi:
 
     ``labels``: the labels of some Leases by name, written on every create and replace (the shard Leases carry
     ``sundial.dev/shard-lease: "<i>"``, by which the server-side fencing policy's binding finds them).
+    ``owners``: the :class:`Owner` of some Leases by name, written as their ownerReference on every create and
+    replace once a SelfSubjectReview told who this replica is (until then a replace keeps what the Lease had).
     """
 
     def __init__(
@@ -116,12 +175,19 @@ class KubeLeaseApi:
         api_client: Any,
         requester: requests.Requester,
         labels: Mapping[str, Mapping[str, str]] | None = None,
+        owners: Mapping[str, Owner] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = api_client
         self._api: Any = client.CoordinationV1Api(api_client)
         self._core: Any = client.CoreV1Api(api_client)
+        self._auth: Any = client.AuthenticationV1Api(api_client)
         self._req = requester
         self._labels = dict(labels or {})
+        self._owners = dict(owners or {})
+        self._clock = clock
+        self._references: dict[Owner, dict[str, str]] | None = None  # None: not known yet
+        self._next_review = 0.0
 
     def _record(self, value: Any) -> LeaseRecord:
         return record_from(self._client.sanitize_for_serialization(value))
@@ -143,11 +209,43 @@ class KubeLeaseApi:
             return None
         return self._record(body)
 
+    async def _owned(self, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord:
+        """``record`` with this replica's owner of Lease ``name`` (if it has one and it is known), else as is."""
+        owner = self._owners.get(name)
+        if owner is None:
+            return record
+        if self._references is None and self._clock() >= self._next_review:
+            self._references = await self._review(namespace)
+        reference = (self._references or {}).get(owner)
+        return dataclasses.replace(record, owners=(reference,)) if reference else record
+
+    async def _review(self, namespace: str) -> dict[Owner, dict[str, str]] | None:
+        """Who this replica is (a SelfSubjectReview); None after a transient failure (tried again later)."""
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        try:
+            review = await self._req.call(
+                verb="create",
+                resource="selfsubjectreviews",
+                ok=201,
+                request=lambda: self._auth.create_self_subject_review(body, _request_timeout=requests.REQUEST_TIMEOUT),
+            )
+        except errors.TransientError as error:
+            self._next_review = self._clock() + OWNER_RETRY_SECONDS
+            logger.warning("SelfSubjectReview failed (%s): the Leases get their owner later", error)
+            return None
+        except errors.KubeError as error:
+            logger.warning("no SelfSubjectReview (%s): the Leases get no owner and stay after an uninstall", error)
+            return {}
+        user = (self._client.sanitize_for_serialization(review).get("status") or {}).get("userInfo") or {}
+        found = owner_references(user, namespace)
+        logger.info("Lease owners: %s", ", ".join(f"{r['kind']}/{r['name']}" for r in found.values()) or "none")
+        return found
+
     async def create(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
         body = body_from(
             namespace=namespace,
             name=name,
-            record=dataclasses.replace(record, resource_version=""),
+            record=dataclasses.replace(await self._owned(namespace, name, record), resource_version=""),
             labels=self._labels.get(name),
         )
         try:
@@ -164,7 +262,8 @@ class KubeLeaseApi:
         return self._record(created)
 
     async def replace(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict:
-        body = body_from(namespace=namespace, name=name, record=record, labels=self._labels.get(name))
+        owned = await self._owned(namespace, name, record)
+        body = body_from(namespace=namespace, name=name, record=owned, labels=self._labels.get(name))
         try:
             replaced = await self._req.call(
                 verb="update",

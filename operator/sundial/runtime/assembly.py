@@ -234,9 +234,17 @@ def _lease_api(settings: Settings, configuration: Any, metrics: Metrics) -> leas
             api_client=connections.api_client(configuration),
             requester=lease_requester,
             labels={settings.leases.name(i): {names.SHARD_LEASE_LABEL: str(i)} for i in range(shards)},
+            owners=_lease_owners(settings),
         )
 
     return leasethread.DeferredLeaseApi(factory)
+
+
+def _lease_owners(settings: Settings) -> dict[str, leases.Owner]:
+    """The shard Leases go with the ServiceAccount, the member Lease with its pod (kube/leases.py, Owner)."""
+    owners = {settings.leases.name(i): leases.Owner.SERVICE_ACCOUNT for i in range(settings.leases.shards)}
+    owners[member_lease_name(settings.leases.name_prefix, settings.identity)] = leases.Owner.POD
+    return owners
 
 
 def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -> LeaseElector:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +20,36 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from tests.e2e.harness.cluster import REPO
-from tests.e2e.image.releases import image_archive, image_env
 
 from sundial_sandbox import REAL_NODE_LABEL, REAL_NODE_NAME
 
 if TYPE_CHECKING:
     from tests.e2e.harness.cluster import Cluster
+
+
+#: A cold build (Debian bases, wheels, podman build) takes minutes; a cached one a second.
+BUILD_TIMEOUT = 1800
+
+
+def image_archive() -> Path:
+    """The operator image's OCI archive: ``SUNDIAL_E2E_IMAGE_ARCHIVE`` if set, else ``tools/image/build.sh``'s
+    (built, or reused from its cache by its inputs)."""
+    explicit = os.environ.get("SUNDIAL_E2E_IMAGE_ARCHIVE")
+    if explicit:
+        return Path(explicit)
+    build = subprocess.run(
+        ["bash", str(REPO / "tools" / "image" / "build.sh")],
+        capture_output=True, text=True, check=False, timeout=BUILD_TIMEOUT,
+    )  # fmt: skip
+    if build.returncode != 0:
+        pytest.fail(f"tools/image/build.sh failed ({build.returncode}):\n{build.stderr[-4000:]}")
+    return Path(build.stdout.strip().splitlines()[-1])
+
+
+def image_env(archive: Path) -> dict[str, str]:
+    """The ``image.env`` written beside ARCHIVE (IMAGE, DIGEST, VERSION, REVISION)."""
+    text = (archive.parent / "image.env").read_text()
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
 @dataclass(frozen=True)

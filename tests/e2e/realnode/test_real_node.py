@@ -1,7 +1,8 @@
 """Jobs whose pods really run (issue 23 item 1): a ScheduledJob's Job runs a container on the sandbox's real
 node (containerd + runc + kubelet, tests/e2e/realnode/conftest.py); the container prints the Sundial
-environment the operator stamped (DESIGN §4.3), read back with ``kubectl logs``; a container that exits 1
-fails its Job for real, is retried and dead-lettered as the spec says (DESIGN §5).
+environment the operator stamped (DESIGN §4.3), read back with ``kubectl logs``, and the one-off completes; a
+container that exits 1 fails its Job for real, is retried and dead-lettered as the spec says (DESIGN §5).
+(These replaced the kwok tests of test_operator.py that faked the same runs with a label.)
 
 The operator runs as a host process (``start_module_operator``), as in most e2e tests.
 """
@@ -74,16 +75,16 @@ def test_a_job_pod_runs_a_real_container_that_sees_its_sundial_environment(
     assert {var: printed.get(var) for var in ENV} == {var: annotations[STAMPED[var]] for var in ENV}
     assert printed["SUNDIAL_ATTEMPT"] == "1"
     assert printed["HOSTNAME"] == pod["metadata"]["name"]  # its own UTS namespace: a real container
-    cluster.wait_for(
-        lambda: (
-            (cluster.get_json("scheduledjob", "printer", "-n", ns) or {})
-            .get("status", {})
-            .get("counters", {})
-            .get("succeeded")
-        ),
-        timeout=30,
-        message="the run counted as succeeded",
-    )
+
+    def completed() -> dict[str, Any] | None:
+        status = (cluster.get_json("scheduledjob", "printer", "-n", ns) or {}).get("status") or {}
+        conditions = {c["type"]: c for c in status.get("conditions") or []}
+        done = conditions.get("Complete", {}).get("status") == "True"
+        return status if done and status.get("counters", {}).get("succeeded") else None
+
+    status = cluster.wait_for(completed, timeout=30, message="the one-off Complete, its run counted as succeeded")
+    assert {c["type"]: c for c in status["conditions"]}["Complete"]["reason"] == "Succeeded"
+    assert status["counters"]["succeeded"] == 1 and len(runs.jobs_of(cluster, ns, "printer")) == 1
 
 
 def test_a_container_that_exits_1_is_retried_then_dead_lettered(cluster: Cluster, ns: str, real_node: RealNode) -> None:
@@ -99,8 +100,12 @@ def test_a_container_that_exits_1_is_retried_then_dead_lettered(cluster: Cluster
     [letter] = cluster.wait_for(dead_letters, timeout=150, message="a dead letter after two real failures")
     jobs = runs.jobs_of(cluster, ns, "failer")
     assert [job["metadata"]["annotations"][names.ATTEMPT_ANNOTATION] for job in jobs] == ["1", "2"]
+    assert jobs[1]["metadata"]["annotations"][names.TRIGGER_ANNOTATION] == "retry"
     keys = {job["metadata"]["annotations"][names.IDEMPOTENCY_KEY_ANNOTATION] for job in jobs}
     assert len(keys) == 1  # one run, two attempts
+    status = cluster.get_json("scheduledjob", "failer", "-n", ns)["status"]
+    assert {c["type"]: c["status"] for c in status["conditions"]}["DeadLettered"] == "True"
+    assert letter["reason"] == "MaxAttemptsExceeded"
     for attempt, job in enumerate(jobs, start=1):
         pod = cluster.wait_for(
             lambda job=job: runs.finished_pod(cluster, ns, job["metadata"]["name"]), timeout=30, message="a failed pod"

@@ -128,3 +128,122 @@ async def test_get_of_a_missing_lease_is_none_and_other_errors_are_raised() -> N
     api, _ = _api(ApiException(status=403, reason="Forbidden"))
     with pytest.raises(errors.KubeError):
         await api.get(namespace="ns", name="l")
+
+
+# --- owners: the garbage collector removes the Leases with the install (docs/install.md, "Uninstall") --------
+
+SA_UID, POD_UID = "5a5a5a5a-0000-4000-8000-000000000001", "90d90d90-0000-4000-8000-000000000002"
+POD_TOKEN_USER = {
+    "username": "system:serviceaccount:sundial-system:sundial-operator",
+    "uid": SA_UID,
+    "groups": ["system:serviceaccounts", "system:serviceaccounts:sundial-system", "system:authenticated"],
+    "extra": {leases.POD_NAME_KEY: ["sundial-7d9f-abcde"], leases.POD_UID_KEY: [POD_UID]},
+}
+SA_REF = {"apiVersion": "v1", "kind": "ServiceAccount", "name": "sundial-operator", "uid": SA_UID}
+POD_REF = {"apiVersion": "v1", "kind": "Pod", "name": "sundial-7d9f-abcde", "uid": POD_UID}
+
+
+def test_a_pod_bound_token_names_the_service_account_and_the_pod_as_owners() -> None:
+    assert leases.owner_references(POD_TOKEN_USER, "sundial-system") == {
+        leases.Owner.SERVICE_ACCOUNT: SA_REF,
+        leases.Owner.POD: POD_REF,
+    }
+
+
+@pytest.mark.parametrize(
+    ("user", "namespace", "expected"),
+    [
+        (POD_TOKEN_USER, "elsewhere", {}),  # a namespaced owner in another namespace: the GC would delete at once
+        ({"username": "admin", "groups": ["system:masters"]}, "sundial-system", {}),  # a kubeconfig's user
+        ({**POD_TOKEN_USER, "extra": {}}, "sundial-system", {leases.Owner.SERVICE_ACCOUNT: SA_REF}),  # TokenRequest
+        ({**POD_TOKEN_USER, "uid": ""}, "sundial-system", {leases.Owner.POD: POD_REF}),
+    ],
+    ids=["leases in another namespace", "not a service account", "a token bound to no pod", "no uid"],
+)
+def test_owners_are_only_what_the_garbage_collector_can_resolve(
+    user: dict[str, Any], namespace: str, expected: dict[leases.Owner, dict[str, str]]
+) -> None:
+    assert leases.owner_references(user, namespace) == expected
+
+
+def test_owner_references_survive_a_round_trip_through_the_body() -> None:
+    record = LeaseRecord("me", 15, AT, AT, 3, owners=(SA_REF,))
+    body = leases.body_from(namespace="ns", name="sundial-shard-0", record=record)
+    assert body["metadata"]["ownerReferences"] == [SA_REF]
+    assert leases.record_from(body) == record
+
+
+class _Authentication:
+    """The generated AuthenticationV1Api: answers a SelfSubjectReview with ``user``, or raises ``errors``."""
+
+    def __init__(self, user: dict[str, Any], failures: list[ApiException] | None = None) -> None:
+        self.user = user
+        self.failures = list(failures or [])
+        self.calls = 0
+
+    async def create_self_subject_review(self, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+        self.calls += 1
+        assert body["kind"] == "SelfSubjectReview"
+        if self.failures:
+            raise self.failures.pop(0)
+        return {**body, "status": {"userInfo": self.user}}
+
+
+OWNERS = {"sundial-shard-0": leases.Owner.SERVICE_ACCOUNT, "sundial-member-abc": leases.Owner.POD}
+
+
+def _owned_api(auth: _Authentication, clock: list[float] | None = None) -> tuple[leases.KubeLeaseApi, _Coordination]:
+    requester = requests.Requester(bucket=ratelimits.TokenBucket(rate=1000.0, burst=1000))
+    now = clock if clock is not None else [0.0]
+    api = leases.KubeLeaseApi(api_client=_Client(), requester=requester, owners=OWNERS, clock=lambda: now[0])
+    fake = _Coordination()
+    api._api = fake
+    api._auth = auth
+    return api, fake
+
+
+def _sent_owners(fake: _Coordination) -> list[list[dict[str, str]] | None]:
+    return [body["metadata"].get("ownerReferences") for body in fake.sent]
+
+
+async def test_shard_leases_are_owned_by_the_service_account_and_the_member_lease_by_its_pod() -> None:
+    auth = _Authentication(POD_TOKEN_USER)
+    api, fake = _owned_api(auth)
+    record = LeaseRecord("me", 15, AT, AT, 0, "5")
+    await api.create(namespace="sundial-system", name="sundial-shard-0", record=record)
+    await api.replace(namespace="sundial-system", name="sundial-shard-0", record=record)
+    await api.create(namespace="sundial-system", name="sundial-member-abc", record=record)
+    await api.replace(namespace="sundial-system", name="somebody-elses", record=record)
+    assert _sent_owners(fake) == [[SA_REF], [SA_REF], [POD_REF], None]
+    assert auth.calls == 1  # who this replica is does not change: asked once
+
+
+async def test_without_a_service_account_the_leases_get_no_owner_and_the_review_is_not_repeated() -> None:
+    auth = _Authentication({"username": "admin", "groups": ["system:masters"]})
+    api, fake = _owned_api(auth)
+    for _ in range(3):
+        await api.replace(namespace="sundial-system", name="sundial-shard-0", record=RECORD)
+    assert _sent_owners(fake) == [None, None, None] and auth.calls == 1
+
+
+async def test_an_api_server_without_self_subject_reviews_is_asked_once() -> None:
+    auth = _Authentication(POD_TOKEN_USER, failures=[ApiException(status=404, reason="NotFound")])
+    api, fake = _owned_api(auth)
+    for _ in range(3):
+        await api.replace(namespace="sundial-system", name="sundial-shard-0", record=RECORD)
+    assert _sent_owners(fake) == [None, None, None] and auth.calls == 1
+
+
+async def test_a_failed_review_keeps_the_owners_the_lease_had_and_is_tried_again_a_minute_later() -> None:
+    clock = [100.0]
+    auth = _Authentication(POD_TOKEN_USER, failures=[ApiException(status=503, reason="ServiceUnavailable")])
+    api, fake = _owned_api(auth, clock)
+    other = {**SA_REF, "uid": "written-by-another-replica"}
+    held = LeaseRecord("me", 15, AT, AT, 2, "5", owners=(other,))
+    await api.replace(namespace="sundial-system", name="sundial-shard-0", record=held)
+    clock[0] += leases.OWNER_RETRY_SECONDS - 1
+    await api.replace(namespace="sundial-system", name="sundial-shard-0", record=held)
+    assert auth.calls == 1  # no second review within the minute: a renewal never waits for one
+    clock[0] += 1
+    await api.replace(namespace="sundial-system", name="sundial-shard-0", record=held)
+    assert _sent_owners(fake) == [[other], [other], [SA_REF]] and auth.calls == 2
