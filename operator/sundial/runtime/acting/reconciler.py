@@ -42,8 +42,7 @@ Planner = Callable[[model.ScheduledJob, Sequence[ObservedJob], Context], Plan]
 MAX_REPLANS = 5
 #: In-pass retries of transient API errors; after that the pass fails and the dispatcher backs off.
 TRANSIENT_DELAYS = (0.2, 0.5, 1.0)
-#: When the replan budget is exhausted: try again this soon.
-CONTENDED_RETRY = timedelta(seconds=1)
+CONTENDED_RETRY = timedelta(seconds=1)  # when the replan budget is exhausted: try again this soon
 #: Exit code of the test-only crash hook (as if SIGKILLed: 128 + 9).
 CRASH_EXIT_CODE = 137
 
@@ -277,9 +276,8 @@ class Reconciler:
                     logger.warning("%s/%s: not deleting Job %s: never observed (no UID)", *key, action.name)
                 case actions.DeleteJob():
                     self._lead.check(shard)
-                    # The fencing policy checks a delete against the Lease its sundial.dev/shard label names (only
-                    # the operator writes it): a label a --shards change left stale is set to this shard first,
-                    # under its token; the delete is bound to the Job as seen or relabelled (docs/fencing.md).
+                    # Checked against the Lease its operator-only shard label names; a stale label is rewritten
+                    # first under this shard's token, the delete bound to that version (docs/fencing.md).
                     seen = next((j for j in self._observed(key) if j.uid == action.uid), None)
                     delete = functools.partial(
                         self._api.delete_job, namespace=key[0], name=action.name, uid=action.uid,
