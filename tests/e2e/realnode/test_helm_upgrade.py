@@ -1,7 +1,7 @@
 """``helm upgrade`` to a changed image on the real node keeps every run exactly once (issue 23 item 3).
 
 Two operator replicas installed by the chart (pods on the real node, image imported, never pulled) share
-the shard Lease while 50 ScheduledJobs fire every 5 s (``catchUp.policy: All``); ``helm upgrade`` then rolls
+the shard Lease while 10 ScheduledJobs fire every 5 s (``catchUp.policy: All``); ``helm upgrade`` then rolls
 the Deployment to another image (the same operator with one more label, so another digest): the Deployment's
 RollingUpdate replaces the pods one at a time through the kubelet (SIGTERM, the chart's grace period,
 readiness probes). The chaos suite's auditor (tests/e2e/chaos/auditor.py: its own watch of Jobs) then finds
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
-SCHEDULED_JOBS = 50  # the load of the podman-run rolling-upgrade test this replaced
+SCHEDULED_JOBS = 10
 PERIOD_SECONDS = 5
 
 
