@@ -1,5 +1,7 @@
 """``python -m bench run [--scenario herd|steady|scale|cost|failover|neighbour|all] [--size smoke|small|full]
-[--set KEY=VALUE] [--out DIR] [--latest docs/benchmarks/latest.json | --no-latest]``.
+[--set KEY=VALUE] [--out DIR] [--latest docs/benchmarks/latest.json | --no-latest]``,
+``python -m bench report DIR`` (re-render report.md and the plots), ``python -m bench record DIR [--latest F]``
+(merge a results folder's headline numbers into the results file).
 
 Each scenario's headline numbers are merged into ``--latest`` (``bench/latest.py``); a full-size run writes
 ``docs/benchmarks/latest.json`` unless ``--no-latest``, a smaller one only when ``--latest`` is given."""
@@ -21,7 +23,7 @@ SCENARIOS = ("herd", "steady", "scale", "cost", "failover", "neighbour")
 LATEST = env.REPO / "docs" / "benchmarks" / "latest.json"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run scenarios, each on its own fresh sandbox")
@@ -42,13 +44,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("--no-latest", action="store_true", help="write no results file, whatever the size")
     sub.add_parser("report", help="re-render report.md and plots of a results folder").add_argument("folder", type=Path)
-    args = parser.parse_args(argv)
+    record = sub.add_parser("record", help="merge a results folder's headline numbers into the results file")
+    record.add_argument("folder", type=Path)
+    record.add_argument("--latest", type=Path, default=LATEST)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     # Background shells ignore SIGINT; make SIGINT and SIGTERM unwind (operators, watchers, sandboxes stopped).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.command == "report":
         results = json.loads((args.folder / "results.json").read_text(encoding="utf-8"))
         report.render(results, args.folder)
+        return 0
+    if args.command == "record":
+        results = json.loads((args.folder / "results.json").read_text(encoding="utf-8"))
+        for name, result in results["scenarios"].items():
+            written = latest.record(args.latest, name, result, _label(results, result))
+            print(f"{args.latest}: {', '.join(written) or 'nothing'} from {name}", flush=True)
         return 0
     picked: list[str] = args.scenario or ["all"]
     chosen = list(SCENARIOS) if "all" in picked else [s for s in SCENARIOS if s in picked]
@@ -62,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = (
         json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() else {"scenarios": {}}
     )
-    results.update({"machine": env.machine(), "size": args.size, "params": params})
+    command = " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])])
+    results.update({"machine": env.machine(), "size": args.size, "params": params, "set": args.set})
+    results["command"] = command
     for name in chosen:
         waited = _wait_for_load(args.max_load, args.load_wait) if args.max_load else 0.0
         print(f"== {name} (size {args.size}) load={env.load()}", flush=True)
@@ -85,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         results_path.write_text(json.dumps(results, indent=1), encoding="utf-8")
         latest_path = args.latest if args.latest is not None else (LATEST if args.size == "full" else None)
         if latest_path is not None and not args.no_latest:
-            label = _label(args, argv, params, result)
+            label = _label(results, result)
             written = latest.record(latest_path, name, result, label)
             if written:
                 print(f"{latest_path}: {', '.join(written)} from {name}", flush=True)
@@ -94,19 +111,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _label(
-    args: argparse.Namespace, argv: list[str] | None, params: dict[str, Any], result: dict[str, Any]
-) -> dict[str, Any]:
-    """What a results-file section says about the run it came from."""
+def _label(results: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """What a results-file section says about the run it came from (RESULTS: the folder's results.json)."""
     return {
-        "size": args.size,
-        "set": args.set,
-        "params": params,
-        "started": result["started"],
-        "wall_seconds": result["wall_seconds"],
-        "loadavg_end": result["load_end"],
-        "machine": env.machine(),
-        "command": " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])]),
+        "size": results.get("size"),
+        "set": results.get("set", []),
+        "params": results.get("params", {}),
+        "started": result.get("started"),
+        "wall_seconds": result.get("wall_seconds"),
+        "loadavg_end": result.get("load_end"),
+        "machine": results.get("machine", {}),
+        "command": results.get("command"),
     }
 
 

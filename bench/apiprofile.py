@@ -164,7 +164,7 @@ def classify(stack: list[str]) -> str:
             if found := KIND.search(frame):
                 group = found["g1"] or found["g2"] or found["g3"]
                 kind = (found["k1"] or found["k2"] or found["k3"]).lower()
-                return f"{verb} built-in {group}/{kind.removesuffix('s')}"
+                return f"{verb} built-in {group}/{kind}"
         return f"{verb} built-in (kind not in the stack)"
     for frame in stack:
         for marker, kind in BACKGROUND:

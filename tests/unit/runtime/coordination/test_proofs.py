@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -137,9 +138,12 @@ async def test_the_probe_sets_the_gauge_and_warns_when_fencing_is_not_enforced(
     assert api.probes == [("s-shard-0", 0, 0)]
 
     api.probe_answer = False  # the dry-run write was admitted (e.g. an overlay moved the namespace)
+    waited: list[float] = []
     with caplog.at_level(logging.ERROR):
-        assert await proofs.probe(held, api, shard=0, policy="sundial-fencing", metrics=metrics) is False
+        assert await proofs.probe(held, api, shard=0, policy="sundial-fencing", metrics=metrics,
+                                  sleep=_recorded(waited)) is False  # fmt: skip
     assert gauge() == 0
+    assert waited == list(proofs.PROBE_PAUSES) and len(api.probes) == 1 + 1 + len(proofs.PROBE_PAUSES)
     [(lease, reason, message)] = api.warnings
     assert (lease, reason) == ("s-shard-0", NOT_ENFORCED_REASON)
     assert "NOT enforced" in message and "'sundial-fencing'" in message and "'ns'" in message
@@ -152,6 +156,44 @@ async def test_the_probe_sets_the_gauge_and_warns_when_fencing_is_not_enforced(
     api.probe_answer = errors.TransientError(code=503, reason="ServiceUnavailable", message="down")
     assert await proofs.probe(held, api, shard=0, policy="sundial-fencing", metrics=metrics) is None
     assert gauge() == 0 and len(api.warnings) == 2  # unknown: unchanged, no Event
+
+
+def _recorded(waited: list[float], then: Callable[[], None] = lambda: None) -> Callable[[float], Awaitable[None]]:
+    async def sleep(seconds: float) -> None:
+        waited.append(seconds)
+        then()
+
+    return sleep
+
+
+class _Informer(Leases):
+    """The policy's params lag: the first ``misses`` probes are admitted, as right after the Lease's create."""
+
+    def __init__(self, misses: int) -> None:
+        super().__init__()
+        self.misses = misses
+
+    async def probe_fencing(self, *, namespace: str, name: str, shard: int, transitions: int) -> bool:
+        self.probe_answer = len(self.probes) >= self.misses
+        return await super().probe_fencing(namespace=namespace, name=name, shard=shard, transitions=transitions)
+
+
+async def test_a_probe_admitted_before_the_policy_saw_a_new_lease_is_sent_again_and_then_refused() -> None:
+    api, metrics = _Informer(misses=2), Metrics()
+    held = await holding(api)
+    waited: list[float] = []
+    assert await proofs.probe(held, api, shard=0, policy="p", metrics=metrics, sleep=_recorded(waited)) is True
+    assert waited == list(proofs.PROBE_PAUSES[:2]) and len(api.probes) == 3
+    assert metrics.registry.get_sample_value("sundial_fencing_enforced", {"shard": "0"}) == 1
+    assert api.warnings == []  # no false FencingNotEnforced at a fresh install
+
+
+async def test_a_shard_lost_while_an_admitted_probe_waits_leaves_the_gauge_unknown() -> None:
+    api, metrics = _Informer(misses=10), Metrics()
+    held = await holding(api)
+    assert await proofs.probe(held, api, shard=0, policy="p", metrics=metrics, sleep=_recorded([], held.stop)) is None
+    assert metrics.registry.get_sample_value("sundial_fencing_enforced", {"shard": "0"}) is None
+    assert api.warnings == [] and len(api.probes) == 1
 
 
 async def test_leadership_probes_at_acquire_and_confirms_refusals_on_its_own_loop() -> None:
