@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 
 
@@ -33,3 +35,13 @@ class StatusModel(BaseModel):
         extra="allow",
         frozen=True,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_null_extras(cls, data: Any) -> Any:
+        """A null unknown field is an absent one (merge-patch semantics): never kept, so reading and writing
+        back round-trip (a kept ``null`` would be dropped by the write's ``exclude_none``)."""
+        if not isinstance(data, dict):
+            return data
+        known = {name for name in cls.model_fields} | {f.alias for f in cls.model_fields.values() if f.alias}
+        return {key: value for key, value in data.items() if value is not None or key in known}
