@@ -1,17 +1,99 @@
-"""The results file for machines (``docs/benchmarks/latest.json``, issue 22 item 3).
-
-The tests that fed the writer a recorded small-size result of all four scenarios (and checked every key the
-issue names) wait for that recording: the scale run that would complete it was stopped this session (see the
-session note); re-add them with ``tests/unit/bench/recorded-results.json`` from ``python -m bench record``.
-"""
+"""The results file for machines (``docs/benchmarks/latest.json``, issue 22 item 3): from a recorded bench
+result (``recorded-results.json``: a real ``bench/results/<time>/results.json`` of the herd, steady, cost and
+scale scenarios at small sizes, lag lists shortened), the writer produces every key the issue names, labelled
+with the run, merged into a file whose other keys are kept."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from bench import latest
 
+RECORDED = Path(__file__).with_name("recorded-results.json")
 LABEL = {"size": "small", "started": "2026-12-02T03:00:00+00:00", "loadavg_end": [1.0, 1.0, 1.0]}
+REQUIRED = [
+    *(f"herd.{c}.{k}" for c in ("raw", "sundial", "cronjob_default") for k in ("p99_s", "last_s")),
+    "herd.n",
+    "steady.m",
+    "steady.minutes",
+    *(f"steady.{c}.{k}" for c in ("raw", "sundial") for k in ("p99_s", "missed", "duplicated")),
+    "scale.n",
+    "scale.rss_mb",
+    "scale.ready_s",
+    "cost.writes_per_first_run",
+    "cost.writes_per_recurring_run",
+]
+LOADS = [  # the load average of each run
+    "herd.raw.loadavg.at_nominal",
+    "herd.sundial.loadavg.at_nominal",
+    "herd.cronjob_default.loadavg.at_nominal",
+    "steady.raw.loadavg.during",
+    "steady.sundial.loadavg.during",
+    "scale.loadavg.at_operator_start",
+    "cost.first_run.loadavg.at_nominal",
+    "herd.loadavg_end",
+    "steady.loadavg_end",
+    "scale.loadavg_end",
+    "cost.first_run.loadavg_end",
+    "cost.recurring_run.loadavg_end",
+]
+
+
+def _get(tree: dict[str, Any], dotted: str) -> Any:
+    node: Any = tree
+    for part in dotted.split("."):
+        assert isinstance(node, dict) and part in node, f"{dotted}: no {part!r}"
+        node = node[part]
+    return node
+
+
+@pytest.fixture
+def recorded() -> dict[str, Any]:
+    return dict(json.loads(RECORDED.read_text(encoding="utf-8"))["scenarios"])
+
+
+def _write_all(path: Path, recorded: dict[str, Any]) -> dict[str, Any]:
+    for name in ("herd", "steady", "scale", "cost"):
+        assert latest.record(path, name, recorded[name], LABEL), name
+    return dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def test_the_writer_produces_every_key_the_issue_names(tmp_path: Path, recorded: dict[str, Any]) -> None:
+    written = _write_all(tmp_path / "latest.json", recorded)
+    for key in REQUIRED:
+        value = _get(written, key)
+        assert isinstance(value, int | float) and not isinstance(value, bool), (key, value)
+    for key in LOADS:
+        load = _get(written, key)
+        assert load, key
+    assert written["herd"]["size"] == written["cost"]["recurring_run"]["size"] == "small"
+
+
+def test_the_numbers_are_the_recorded_ones(tmp_path: Path, recorded: dict[str, Any]) -> None:
+    written = _write_all(tmp_path / "latest.json", recorded)
+    herd = recorded["herd"]["contenders"]
+    assert written["herd"]["n"] == recorded["herd"]["n"]
+    assert written["herd"]["sundial"]["p99_s"] == herd["sundial"]["lag"]["p99"]
+    assert written["herd"]["raw"]["last_s"] == herd["raw"]["time_to_last_job"]
+    assert written["steady"]["sundial"]["missed"] == recorded["steady"]["contenders"]["sundial"]["missed"]
+    assert written["scale"]["rss_mb"] == recorded["scale"]["operator_rss_mb"]
+    assert written["cost"]["writes_per_first_run"] == recorded["cost"]["per_run"]["sundial"]["writes"]
+
+
+def test_other_keys_are_kept_and_the_cost_halves_merge(tmp_path: Path, recorded: dict[str, Any]) -> None:
+    path = tmp_path / "latest.json"
+    path.write_text(json.dumps({"isolation": {"pass_ms": {"plain": 0.2}}, "memory": {}, "neighbour": {"x": 1}}))
+    latest.record(path, "cost", recorded["cost"], LABEL)
+    latest.record(path, "steady", recorded["steady"], {**LABEL, "size": "full"})
+    written = json.loads(path.read_text(encoding="utf-8"))
+    assert written["isolation"] == {"pass_ms": {"plain": 0.2}}
+    assert written["neighbour"] == {"x": 1}
+    assert "memory" in written
+    assert written["cost"]["first_run"]["size"] == "small"  # the cost scenario's half, from its own run
+    assert written["cost"]["recurring_run"]["size"] == "full"  # steady's half, from another run
 
 
 def test_a_failed_scenario_writes_nothing(tmp_path: Path) -> None:
