@@ -4,15 +4,13 @@ ResourceQuotas and the RBAC of ``--metrics-auth``."""
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from tests.unit.packaging.tools import helm_binary
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "sundial"
@@ -20,21 +18,8 @@ RELEASE, NAMESPACE = "sd", "ops"
 AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
 
 
-def _helm() -> str:
-    if os.environ.get("SUNDIAL_HELM"):
-        return os.environ["SUNDIAL_HELM"]
-    pinned = re.search(r"^HELM_VERSION=(v[\d.]+)$", (ROOT / "tools/helm/build.sh").read_text(), re.MULTILINE)
-    assert pinned
-    cache = Path(os.environ.get("SUNDIAL_CACHE_DIR") or Path.home() / ".cache" / "sundial")
-    cached = cache / "helm" / pinned.group(1) / "helm"
-    found = str(cached) if cached.is_file() else shutil.which("helm")
-    if found is None:
-        pytest.skip("helm not found: build it with `bash tools/helm/build.sh`, or set SUNDIAL_HELM")
-    return found
-
-
 def render(*sets: str) -> list[dict[str, Any]]:
-    args = [_helm(), "template", RELEASE, str(CHART), "--namespace", NAMESPACE]
+    args = [helm_binary(), "template", RELEASE, str(CHART), "--namespace", NAMESPACE]
     for value in sets:
         args += ["--set", value]
     result = subprocess.run(args, capture_output=True, text=True, check=False, timeout=120)

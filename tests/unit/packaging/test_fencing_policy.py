@@ -5,7 +5,6 @@ rendered for config/default's names)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.unit.packaging.tools import helm_binary
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "sundial"
@@ -21,21 +21,8 @@ TEMPLATE = "templates/fencing-policy.yaml"
 KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
-def _helm() -> str:
-    if os.environ.get("SUNDIAL_HELM"):
-        return os.environ["SUNDIAL_HELM"]
-    version = re.search(r"^HELM_VERSION=(v[\d.]+)$", (ROOT / "tools/helm/build.sh").read_text(), re.MULTILINE)
-    assert version
-    cache = Path(os.environ.get("SUNDIAL_CACHE_DIR") or Path.home() / ".cache" / "sundial")
-    cached = cache / "helm" / version.group(1) / "helm"
-    found = str(cached) if cached.is_file() else shutil.which("helm")
-    if found is None:
-        pytest.skip("helm not found: bash tools/helm/build.sh (or set SUNDIAL_HELM)")
-    return found
-
-
 def _render(*sets: str) -> list[dict[str, Any]]:
-    args = [_helm(), "template", "sundial", str(CHART), "--namespace", "sundial-system"]
+    args = [helm_binary(), "template", "sundial", str(CHART), "--namespace", "sundial-system"]
     for value in sets:
         args += ["--set", value]
     result = subprocess.run(args, capture_output=True, text=True, check=True, timeout=120)
@@ -144,7 +131,7 @@ def test_tokens_must_name_the_lease_uid_unless_legacy_tokens_are_accepted() -> N
 
 
 def test_the_chart_tells_the_operator_its_policys_name() -> None:
-    args = [_helm(), "template", "prod", str(CHART), "--namespace", "sundial-system", "--show-only",
+    args = [helm_binary(), "template", "prod", str(CHART), "--namespace", "sundial-system", "--show-only",
             "templates/deployment.yaml"]  # fmt: skip
     rendered = subprocess.run(args, capture_output=True, text=True, check=True, timeout=120).stdout
     assert "--fencing-policy=prod-sundial-fencing" in rendered

@@ -4,27 +4,17 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.unit.packaging.tools import kustomize
 
 ROOT = Path(__file__).resolve().parents[3]
 NAMESPACE = "sundial-system"
 #: The server-side fencing policies (config/fencing), tested in test_fencing_policy.py.
 FENCING = ("sundial-fencing", "sundial-fencing-label")
 LAYERS = ("crd", "rbac", "manager", "prometheus", "default", "argocd-component")
-
-
-def kustomize(path: Path) -> str:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl (for kubectl kustomize) is not on PATH")
-    result = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ chart installs for the same names (docs/fencing.md). tests/e2e/realnode/test_kus
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.unit.packaging.tools import helm_binary, kustomize
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "config" / "overlays" / "other-namespace"
@@ -22,36 +22,14 @@ UNPREFIXED = ("Namespace", "CustomResourceDefinition")
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
-def _kustomize(path: Path) -> str:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl (for kubectl kustomize) is not on PATH")
-    result = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-def _helm() -> str:
-    if os.environ.get("SUNDIAL_HELM"):
-        return os.environ["SUNDIAL_HELM"]
-    version = re.search(r"^HELM_VERSION=(v[\d.]+)$", (ROOT / "tools/helm/build.sh").read_text(), re.MULTILINE)
-    assert version
-    cache = Path(os.environ.get("SUNDIAL_CACHE_DIR") or Path.home() / ".cache" / "sundial")
-    cached = cache / "helm" / version.group(1) / "helm"
-    found = str(cached) if cached.is_file() else shutil.which("helm")
-    if found is None:
-        pytest.skip("helm not found: bash tools/helm/build.sh (or set SUNDIAL_HELM)")
-    return found
-
-
 @pytest.fixture(scope="module")
 def built(checks: Any) -> list[dict[str, Any]]:
-    return checks.load_all(_kustomize(EXAMPLE))
+    return checks.load_all(kustomize(EXAMPLE))
 
 
 @pytest.fixture(scope="module")
 def default(checks: Any) -> list[dict[str, Any]]:
-    return checks.load_all(_kustomize(ROOT / "config" / "default"))
+    return checks.load_all(kustomize(ROOT / "config" / "default"))
 
 
 def _args(built: list[dict[str, Any]], checks: Any) -> dict[str, str]:
@@ -133,7 +111,7 @@ def test_the_fencing_policies_are_the_ones_the_chart_installs_for_these_names(bu
     # A release named acme-sundial has the full name acme-sundial: its objects are the overlay's names. A policy
     # added to config/fencing without its line in fencing.yaml fails here (its CEL still names sundial-system).
     release = f"{PREFIX}sundial"
-    args = [_helm(), "template", release, str(ROOT / "charts" / "sundial"), "--namespace", NAMESPACE,
+    args = [helm_binary(), "template", release, str(ROOT / "charts" / "sundial"), "--namespace", NAMESPACE,
             "--set", f"serviceAccount.name={PREFIX}sundial-operator"]  # fmt: skip
     rendered = subprocess.run(args, capture_output=True, text=True, check=True, timeout=120).stdout
     chart = {
@@ -159,7 +137,7 @@ def test_without_the_fencing_replacements_the_policy_misses_the_operator(
     default = os.path.relpath(ROOT / "config" / "default", copy)
     text = text.replace("  - path: fencing.yaml\n", "").replace("../../default", default)
     (copy / "kustomization.yaml").write_text(text)
-    unfenced = checks.load_all(_kustomize(copy))
+    unfenced = checks.load_all(kustomize(copy))
     policy = checks.one(unfenced, "ValidatingAdmissionPolicy", f"{PREFIX}sundial-fencing")
     assert "system:serviceaccount:sundial-system:sundial-operator" in yaml.safe_dump(policy)
     assert _args(unfenced, checks)["--fencing-policy"] == "sundial-fencing"

@@ -8,7 +8,6 @@ import hashlib
 import importlib.util
 import io
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.unit.packaging.tools import helm_binary
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "sundial"
@@ -71,19 +71,6 @@ def test_dist_is_not_committed() -> None:
 # Release notes ------------------------------------------------------------------------------------------
 
 
-def _helm() -> str:
-    if os.environ.get("SUNDIAL_HELM"):
-        return os.environ["SUNDIAL_HELM"]
-    version = re.search(r"^HELM_VERSION=(v[\d.]+)$", (ROOT / "tools/helm/build.sh").read_text(), re.MULTILINE)
-    assert version
-    cache = Path(os.environ.get("SUNDIAL_CACHE_DIR") or Path.home() / ".cache" / "sundial")
-    cached = cache / "helm" / version.group(1) / "helm"
-    found = str(cached) if cached.is_file() else shutil.which("helm")
-    if found is None:
-        pytest.skip("helm not found: bash tools/helm/build.sh (or set SUNDIAL_HELM)")
-    return found
-
-
 #: Renders NOTES.txt as a ConfigMap value: `helm template` leaves NOTES out, `helm install --dry-run` needs a cluster.
 NOTES_TEMPLATE = """apiVersion: v1
 kind: ConfigMap
@@ -99,7 +86,7 @@ def _notes(tmp_path: Path, *sets: str) -> str:
     shutil.copytree(CHART, chart)
     (chart / "templates" / "NOTES.txt").rename(chart / "notes.txt")
     (chart / "templates" / "zz-notes.yaml").write_text(NOTES_TEMPLATE)
-    args = [_helm(), "template", "sundial", str(chart), "--namespace", "sundial-system"]
+    args = [helm_binary(), "template", "sundial", str(chart), "--namespace", "sundial-system"]
     args += ["--show-only", "templates/zz-notes.yaml"]
     for value in sets:
         args += ["--set", value]
