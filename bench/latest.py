@@ -73,6 +73,22 @@ def herd(result: dict[str, Any]) -> dict[str, Any]:
     return {"herd": section}
 
 
+def _per_run(s: dict[str, Any], *, instant_cpu_ms: Any) -> dict[str, Any]:
+    """What the first-run and the recurring-run cost sections both hold, from Sundial's per-run counts ``s``."""
+    own = s.get("operator_own_counters_per_run")
+    return {
+        "writes_without_events": s["writes_without_events"],
+        "events": s["events"],
+        "downstream_writes": s["downstream_writes"],
+        "requests_per_run": s["requests_per_run"],
+        "operator_own_counters_per_run": own,
+        "writes_by_own_counter": _own_writes(own),
+        "operator_cpu_ms_per_run": s["cpu_ms_per_run"].get("operator"),
+        "operator_cpu_ms_per_run_instant": instant_cpu_ms,
+        "apiserver_cpu_ms_per_run": s["cpu_ms_per_run"].get("apiserver"),
+    }
+
+
 def steady(result: dict[str, Any]) -> dict[str, Any]:
     section: dict[str, Any] = {"m": result["m"], "minutes": result["minutes"]}
     for name, data in result["contenders"].items():
@@ -97,15 +113,7 @@ def steady(result: dict[str, Any]) -> dict[str, Any]:
         out["cost"] = {
             "writes_per_recurring_run": s["writes"],
             "recurring_run": {
-                "writes_without_events": s["writes_without_events"],
-                "events": s["events"],
-                "downstream_writes": s["downstream_writes"],
-                "requests_per_run": s["requests_per_run"],
-                "operator_own_counters_per_run": s.get("operator_own_counters_per_run"),
-                "writes_by_own_counter": _own_writes(s.get("operator_own_counters_per_run")),
-                "operator_cpu_ms_per_run": s["cpu_ms_per_run"].get("operator"),
-                "operator_cpu_ms_per_run_instant": sundial.get("cpu_ms_per_run_instant", {}).get("operator"),
-                "apiserver_cpu_ms_per_run": s["cpu_ms_per_run"].get("apiserver"),
+                **_per_run(s, instant_cpu_ms=sundial.get("cpu_ms_per_run_instant", {}).get("operator")),
                 "raw_apiserver_cpu_ms_per_run": recurring["raw"]["cpu_ms_per_run"].get("apiserver"),
                 "runs": s["runs"],
                 "m": result["m"],
@@ -144,15 +152,7 @@ def first_run_cost(result: dict[str, Any]) -> dict[str, Any]:
         "cost": {
             "writes_per_first_run": s["writes"],
             "first_run": {
-                "writes_without_events": s["writes_without_events"],
-                "events": s["events"],
-                "downstream_writes": s["downstream_writes"],
-                "requests_per_run": s["requests_per_run"],
-                "operator_own_counters_per_run": s.get("operator_own_counters_per_run"),
-                "writes_by_own_counter": _own_writes(s.get("operator_own_counters_per_run")),
-                "operator_cpu_ms_per_run": s["cpu_ms_per_run"].get("operator"),
-                "operator_cpu_ms_per_run_instant": data["instant"]["cpu_ms_per_run"].get("operator"),
-                "apiserver_cpu_ms_per_run": s["cpu_ms_per_run"].get("apiserver"),
+                **_per_run(s, instant_cpu_ms=data["instant"]["cpu_ms_per_run"].get("operator")),
                 "n": result["n"],
                 "settle_s": data.get("settle_seconds"),
                 "loadavg": {"at_nominal": data.get("load_at_nominal"), "settled": data.get("load_settled")},
