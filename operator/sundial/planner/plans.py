@@ -25,7 +25,14 @@ DESIGN §11.1): one outage or one backfill request can ask for many of them at o
 manual run and the next attempts of a run (retries, redrives, re-issues) do not draw: each is one Job for
 one due time or one request, and none of them waits behind the namespace's catch-up and backfill. Nor does
 the catch-up run due just before a pass's scheduled run (``Draft.late_by_one``): late by one period, as a
-loaded operator makes runs, it is at most one more per scheduled run, not a backlog."""
+loaded operator makes runs, it is at most one more per scheduled run, not a backlog. Nor does a catch-up run
+due within :data:`LAG_ALLOWANCE` of the pass: the operator's own lag (a busy replica, a shard's takeover), not
+a backlog the tenant asked for - were it rationed, a namespace whose schedules fire faster than the budget
+refills would fall further behind with every period it ran late and never catch up."""
+
+LAG_ALLOWANCE = timedelta(minutes=1)
+"""A catch-up run due at most this long before the pass is the operator's lag and does not draw from the
+namespace's budget (see :data:`BACKLOG`); each is still one of ``Context.creates_per_pass``."""
 
 
 @dataclass(frozen=True)

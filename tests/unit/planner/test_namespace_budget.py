@@ -1,6 +1,6 @@
 """Catch-up and backfill runs start only as far as ``Context.backlog_creates`` goes (the namespace's budget,
-DESIGN §11.1); the scheduled run, the run due just before it (late by one period), manual runs and retries
-never wait for it.
+DESIGN §11.1); the scheduled run, the run due just before it (late by one period), catch-up runs due within
+``LAG_ALLOWANCE`` of the pass (the operator's lag), manual runs and retries never wait for it.
 
 The runs the budget holds back wait (``status.buffered``, the backfill's progress), the plan says so
 (``Plan.backlog_waiting``) and does not come back "now" for them; the next passes with a budget start
@@ -73,6 +73,19 @@ def test_a_run_late_by_one_period_as_under_load_does_not_draw() -> None:
     result = plan(catching_up(2), [], context(NOW, backlog_creates=0))
     assert made(result) == [(T - timedelta(hours=1), Trigger.CATCH_UP), (T, Trigger.SCHEDULE)]
     assert result.backlog_creates == 0 and not result.backlog_waiting and not result.status.buffered
+
+
+def test_catch_up_runs_within_the_lag_allowance_do_not_draw_the_older_ones_do() -> None:
+    """Every 10 s, the cursor 100 s behind a pass at T: 09:58:30 .. 09:59:50 are catch-up runs and 10:00 the
+    scheduled one. Those due within LAG_ALLOWANCE (09:59:00 on) are the operator's lag and start with the
+    budget empty; 09:58:30 .. 09:58:50 draw and wait."""
+    spec = raw_spec(schedule="*/10 * * * * *", catchUp={"policy": "All", "maxRuns": 50})
+    obj = make_obj(spec, status=status(schedule_cursor=T - timedelta(seconds=100), next_schedule_time=None))
+    result = plan(obj, [], context(T, backlog_creates=0))
+    started = [t for t, _ in made(result)]
+    assert started == [T - timedelta(seconds=s) for s in range(60, -1, -10)]
+    assert [b.scheduled_time for b in result.status.buffered] == [T - timedelta(seconds=s) for s in (90, 80, 70)]
+    assert result.backlog_creates == 0 and result.backlog_waiting
 
 
 def passes(obj: ScheduledJob, budgets: list[int], *, now: datetime = NOW) -> list[Plan]:

@@ -27,7 +27,7 @@ from sundial.model.status import (
     StatusCounter,
 )
 from sundial.planner.actions import Action, CreateJob, EmitEvent, EventReason, EventType
-from sundial.planner.plans import BACKLOG, Context, compile_spec
+from sundial.planner.plans import BACKLOG, LAG_ALLOWANCE, Context, compile_spec
 
 RunKey = tuple[datetime, bool]
 """Identity of a run: (nominal time, manual)."""
@@ -170,7 +170,9 @@ class Draft:
 
     def draws(self, trigger: Trigger, nominal: datetime) -> bool:
         """A new run of ``trigger`` at ``nominal`` draws from the namespace's budget (see :data:`BACKLOG`)."""
-        return trigger in BACKLOG and not (trigger is Trigger.CATCH_UP and nominal == self.late_by_one)
+        if trigger is Trigger.CATCH_UP and (nominal == self.late_by_one or nominal >= self.context.now - LAG_ALLOWANCE):
+            return False
+        return trigger in BACKLOG
 
     def may_start(self, trigger: Trigger, nominal: datetime) -> bool:
         """A new run may start as far as the namespace's budget goes; one that may not marks the pass
