@@ -27,7 +27,8 @@ bad spec. The order of one pass:
    (``Plan.backlog_waiting``: the runtime knows when it has a create again).
 
 ``write_status`` is true when the status changed materially; ``activeRuns[].jobSeen`` flips alone are
-not material (they ride along with the next material write). Planning again with the returned status,
+not material (they ride along with the next material write), nor is ``fencingToken`` (stamped by the
+runtime on every write: a new token alone, after a failover, writes nothing). Planning again with the returned status,
 the same Jobs (minus those it deleted) and the same ``now`` writes nothing and acts on nothing.
 
 ``nextScheduleTime`` is the first nominal time not yet handled (after the cursor; it may be a little in
@@ -198,6 +199,8 @@ def _comes_back_at_once(draft: Draft) -> bool:
 
 
 def _material(status: ScheduledJobStatus) -> ScheduledJobStatus:
-    """The status without ``jobSeen`` flags, which alone do not justify a write."""
+    """The status without what alone does not justify a write: ``jobSeen`` flags, and ``fencingToken`` (the
+    runtime stamps the writer's token on every write; the planned status never has one, so comparing it made
+    every pass after the first write write again: each Job watch event cost a status PATCH)."""
     active = tuple(run.model_copy(update={"job_seen": False}) for run in status.active)
-    return status.model_copy(update={"active": active})
+    return status.model_copy(update={"active": active, "fencing_token": None})

@@ -95,6 +95,17 @@ def test_a_settled_object_plans_nothing_and_writes_nothing() -> None:
     assert result.wake_at == hours_after(1)
 
 
+@pytest.mark.parametrize("token", ["0-7", "0-8"], ids=["the planning replica's", "another replica's"])
+def test_the_fencing_token_the_runtime_stamps_is_no_change_of_its_own(token: str) -> None:
+    """The runtime stamps ``status.fencingToken`` on every write; the planned status never carries one. Were it
+    compared, every pass after an object's first write (each Job watch event) would write the status again."""
+    written = make_obj(raw_spec(), status=status().model_copy(update={"fencing_token": token}))
+    result = plan(written, [], context(seconds_after(60)))
+    assert result.write_status is False
+    ran = plan(written, [], context(hours_after(1, just_after_the_hour())))  # the next run is still claimed
+    assert ran.write_status and creates(ran)
+
+
 def test_recent_runs_are_bounded_keeping_the_newest_last() -> None:
     old = tuple(
         RunRecord(
