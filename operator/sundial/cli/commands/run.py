@@ -194,23 +194,25 @@ def _lease_namespace(explicit: str | None) -> str:
 
 #: TEST ONLY: fault injection for the chaos tests (see :attr:`Settings.test_crash_after_claim`).
 CRASH_AFTER_CLAIM_ENV = "SUNDIAL_TEST_CRASH_AFTER_CLAIM"
+#: TEST ONLY: fault injection for the chaos tests (see :attr:`Settings.test_crash_after_create`).
+CRASH_AFTER_CREATE_ENV = "SUNDIAL_TEST_CRASH_AFTER_CREATE"
 
 
-def _crash_after_claim(environ: Mapping[str, str]) -> int:
-    raw = environ.get(CRASH_AFTER_CLAIM_ENV, "").strip()
+def _crash_hook(environ: Mapping[str, str], name: str) -> int:
+    raw = environ.get(name, "").strip()
     if not raw:
         return 0
     try:
         return int(raw)
     except ValueError:
-        raise ValueError(f"{CRASH_AFTER_CLAIM_ENV} must be an integer, got {raw!r}") from None
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
 
 
 def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
     """The frozen :class:`Settings` from parsed arguments (the only place they are read).
 
     ``environ`` (default ``os.environ``) is consulted for ``POD_NAME`` (the default identity, as the chart sets
-    it: the fencing policy compares the Lease holder with the token's pod name) and the test-only crash hook.
+    it: the fencing policy compares the Lease holder with the token's pod name) and the test-only crash hooks.
     """
     env = os.environ if environ is None else environ
     return Settings(
@@ -250,7 +252,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             metrics_key_file=args.metrics_key_file,
         ),
         logging=groups.LoggingSettings(format=LogFormat(args.log_format), level=args.log_level),
-        test_crash_after_claim=_crash_after_claim(env),
+        test_crash_after_claim=_crash_hook(env, CRASH_AFTER_CLAIM_ENV),
+        test_crash_after_create=_crash_hook(env, CRASH_AFTER_CREATE_ENV),
     )
 
 
