@@ -101,9 +101,11 @@ class Harness:
         self.fencings.append(fencing.install(binary))
         return fencing
 
-    def create_scheduled_jobs(self, count: int, schedule_text: str, **spec: Any) -> list[str]:
-        """COUNT ScheduledJobs (one kubectl apply) whose Jobs complete at once (kwok)."""
-        template = self.cluster.job_manifest("x")["spec"]
+    def create_scheduled_jobs(
+        self, count: int, schedule_text: str, *, duration_seconds: int | None = None, **spec: Any
+    ) -> list[str]:
+        """COUNT ScheduledJobs (one kubectl apply) whose Jobs complete at once (kwok), or after DURATION_SECONDS."""
+        template = self.cluster.job_manifest("x", duration_seconds=duration_seconds)["spec"]
         names = [f"sj-{i:03d}" for i in range(count)]
         items = [
             {
