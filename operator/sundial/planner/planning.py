@@ -101,7 +101,8 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
     finished = summary.finish_one_off(draft)
     draft.next_schedule_time = due.next_time(draft, paused=paused)
     summary.put_conditions(draft, finished=finished)
-    draft.reservation = reservations.reserve(draft, None if paused or finished else draft.next_schedule_time)
+    ahead = draft.context.prepared_runs and not paused and not finished
+    draft.reservation = reservations.reserve(draft, draft.next_schedule_time if ahead else None)
     return _decide(draft, paused=paused)
 
 

@@ -96,6 +96,10 @@ class Context:
     written even when nothing else changed."""
     reserve_ahead: timedelta = RESERVE_AHEAD
     """:data:`RESERVE_AHEAD`."""
+    prepared_runs: bool = True
+    """Reserve the next run ahead of its instant (DESIGN §7.5); False (``--no-prepared-runs``): nothing is
+    reserved and every run is claimed by a status write first (a stored reservation still counts once its Job
+    is observed)."""
 
 
 @dataclass(frozen=True)

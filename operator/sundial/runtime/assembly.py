@@ -135,6 +135,7 @@ async def build(
         crash_after_claim=settings.test_crash_after_claim,
         budgets=NamespaceBudgets(rate=settings.dispatch.backlog_qps, burst=settings.dispatch.backlog_burst),
         crash_after_create=settings.test_crash_after_create,
+        prepared_runs=settings.dispatch.prepared_runs,
     )
     dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store)
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)

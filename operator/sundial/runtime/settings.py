@@ -164,6 +164,9 @@ class DispatchSettings:
 
     max_concurrency: int = 16
     """Objects reconciled at the same time."""
+    prepared_runs: bool = True
+    """Reserve each next run ahead of its instant, so that at the instant only its Job create is sent and the
+    status write follows (DESIGN §7.5); False: every run is claimed by a status write first."""
 
     backlog_qps: float = 5.0
     """Catch-up and backfill runs one namespace may start per second, across all its objects (a token bucket

@@ -50,27 +50,25 @@ def test_sigkill_of_the_acting_replica_at_random_moments(harness: Harness) -> No
     _finish(h, "sigkill")
 
 
-@pytest.mark.parametrize("policy", ["Allow", "Replace"])
-def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harness, policy: str) -> None:
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "claim-first"])
+def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harness, prepared: bool) -> None:
     """The acting replica exits (os._exit(137), the real process) right after its 3rd claim, before that
     Job's create. The standby (and the crashed replica restarted without the hook) take over.
 
-    ``Allow``: every run is prepared (DESIGN §7.5), so the 3rd claim is a reservation used at its instant -
-    the crash falls between the reservation and the instant; the run was never started, so the new holder
-    runs it (claiming first, under the same name) or counts it missed under ``catchUp``, exactly once.
-    ``Replace`` with Jobs that outlive the period: every run after the first deletes the running Job, so it
-    is claimed by a status write first - the crash falls between that write and the create, and the
-    claimed run gets its Job exactly once."""
+    ``prepared`` (the default, DESIGN §7.5): every run is reserved ahead, so the 3rd claim is a reservation
+    used at its instant - the crash falls between the reservation and the instant; the run was never
+    started, so the new holder runs it (claiming first, under the same name) or counts it missed under
+    ``catchUp``, exactly once. ``claim-first`` (``--no-prepared-runs``): the claim is a status write - the
+    crash falls between that write and the create, and the claimed run gets its Job exactly once."""
     h = harness
-    fleet = h.fleet(2, env={"replica-a": {"SUNDIAL_TEST_CRASH_AFTER_CLAIM": "3"}})
+    extra = () if prepared else ("--no-prepared-runs",)
+    fleet = h.fleet(2, env={"replica-a": {"SUNDIAL_TEST_CRASH_AFTER_CLAIM": "3"}}, extra_args=extra)
     crasher, standby = fleet.replicas["replica-a"], fleet.replicas["replica-b"]
     crasher.start()  # alone, so it is the one acting (shard assignment could hand shard 0 to the other)
-    if policy == "Replace":
-        h.create_scheduled_jobs(1, EVERY_2S, duration_seconds=30, concurrencyPolicy="Replace")
-    else:  # 5 s: the lane's write that reserves the next run lands well before it (on loaded CI cores too)
-        h.create_scheduled_jobs(1, EVERY_5S)
+    # 5 s when prepared: the lane's write that reserves the next run lands well before it (on loaded cores too)
+    h.create_scheduled_jobs(1, EVERY_5S if prepared else EVERY_2S)
     h.wait(lambda: crasher.exit_code() is not None, 60, "replica-a crashes after its 3rd claim")
-    h.faults[f"crash after claim ({policy})"] += 1
+    h.faults["crash after a used reservation" if prepared else "crash after a claim write"] += 1
     assert crasher.exit_code() == 137, crasher.log_text()[-3000:]
     assert "test crash hook" in crasher.log_text()
     (sj,) = h.scheduled_jobs()
@@ -80,10 +78,10 @@ def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harne
     claimed = [run["job"] for run in status.get("active") or [] if run["job"] not in seen]
     reservation = status.get("reservation") or {}
     reserved = [reservation["job"]] if reservation and reservation["job"] not in seen else []
-    if policy == "Replace":
-        assert claimed, f"the claim without its Job should be in status.active: {status}"
-    else:
+    if prepared:
         assert reserved and not claimed, f"the used reservation without its Job should be in status: {status}"
+    else:
+        assert claimed and not reserved, f"the claim without its Job should be in status.active: {status}"
     standby.start()
     crasher.env.pop("SUNDIAL_TEST_CRASH_AFTER_CLAIM")
     crasher.start()
@@ -98,7 +96,7 @@ def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harne
         jobs = [j for j in h.watch.snapshot() if j.name == name]
         assert len(jobs) <= 1, jobs
         assert all(job.token_term != "0-0" for job in jobs), "created by a later holder (the Lease changed hands)"
-    _finish(h, f"crash-after-claim-{policy.lower()}")
+    _finish(h, "crash-after-reservation" if prepared else "crash-after-claim")
 
 
 def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> None:

@@ -147,3 +147,8 @@ def test_the_identity_defaults_to_the_pod_name_then_to_host_and_pid() -> None:
     assert run_cmd.settings_from(unnamed, environ={"POD_NAME": "sundial-7d9f-abcde"}).identity == "sundial-7d9f-abcde"
     assert run_cmd.settings_from(unnamed, environ={}).identity.endswith(f"-{os.getpid()}")
     assert run_cmd.settings_from(_args(), environ={"POD_NAME": "p"}).identity == "me"
+
+
+def test_prepared_runs_are_on_unless_turned_off() -> None:
+    assert run_cmd.settings_from(_args(), environ={}).dispatch.prepared_runs is True
+    assert run_cmd.settings_from(_args("--no-prepared-runs"), environ={}).dispatch.prepared_runs is False

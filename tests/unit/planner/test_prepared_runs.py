@@ -416,3 +416,16 @@ def test_a_stored_reservation_round_trips_and_an_unknown_one_starts_afresh() -> 
         "generation": 1,
     }
     assert parse_status({"reservation": {"scheduledTime": "x"}}) == ScheduledJobStatus()
+
+
+def test_with_prepared_runs_off_nothing_is_reserved_and_every_run_is_claimed_first() -> None:
+    first = plan(make_obj(raw_spec()), [], context(T + timedelta(minutes=5), prepared_runs=False))
+    assert first.write_status and first.status.reservation is None
+    stored = status(reservation=reserved(NEXT))  # reserved before the switch
+    instant = plan(make_obj(raw_spec(), status=stored), [], context(AT_NEXT, prepared_runs=False))
+    assert creates(instant) == [name_at(NEXT)]
+    assert instant.write_status and not instant.deferred, "the claim is written before the create"
+    assert instant.status.reservation is None
+    used = plan(make_obj(raw_spec(), status=stored), [created_job(NEXT)], context(AT_NEXT, prepared_runs=False))
+    assert [run.job for run in used.status.active] == [name_at(NEXT)], "a reservation used before still counts"
+    assert creates(used) == []

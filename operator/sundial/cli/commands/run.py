@@ -105,6 +105,12 @@ def _add_dispatch_flags(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--max-concurrency", type=int, default=_DISPATCH.max_concurrency, help="objects reconciled at once")
     add(
+        "--prepared-runs",
+        action=argparse.BooleanOptionalAction,
+        default=_DISPATCH.prepared_runs,
+        help="reserve each next run ahead, so that at its instant only the Job is created (default: on)",
+    )
+    add(
         "--backlog-qps",
         type=float,
         default=_DISPATCH.backlog_qps,
@@ -242,7 +248,10 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             max_job_template_bytes=args.max_job_template_bytes,
         ),
         dispatch=groups.DispatchSettings(
-            max_concurrency=args.max_concurrency, backlog_qps=args.backlog_qps, backlog_burst=args.backlog_burst
+            max_concurrency=args.max_concurrency,
+            backlog_qps=args.backlog_qps,
+            backlog_burst=args.backlog_burst,
+            prepared_runs=args.prepared_runs,
         ),
         probes=groups.ProbeSettings(
             metrics_port=args.metrics_port,

@@ -78,7 +78,9 @@ def _known(draft: Draft, nominal: datetime) -> bool:
 def instant(draft: Draft, stored: Reservation | None) -> bool:
     """True when this pass's only work is the reserved run's Job (and its Event), under the reservation's
     token and generation: the Job is created first, the status written after (see the module docstring)."""
-    if stored is None or stored.fencing_token != draft.context.fencing_token or stored.generation != draft.generation:
+    if stored is None or not draft.context.prepared_runs:
+        return False
+    if stored.fencing_token != draft.context.fencing_token or stored.generation != draft.generation:
         return False
     match draft.actions:
         case [CreateJob(attempt=1, reissue=False) as create, EmitEvent(reason=EventReason.SUCCESSFUL_CREATE)]:

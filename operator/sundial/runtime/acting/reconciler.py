@@ -67,6 +67,7 @@ class Reconciler:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         crash_after_claim: int = 0,
         crash_after_create: int = 0,
+        prepared_runs: bool = True,
         hard_exit: Callable[[int], None] = faults.hard_exit,
         compiled: CompiledSpecs | None = None,
         budgets: Budgets | None = None,
@@ -86,6 +87,7 @@ class Reconciler:
         self._active: dict[Key, int] = {}
         self._active_total = 0
         self._owed: set[Key] = set()
+        self._prepared_runs = prepared_runs
         # TEST ONLY fault injection (Settings.test_crash_after_*): die between claim and create, and between a
         # prepared run's create and its deferred status write.
         self._crash = faults.CrashHooks(after_claim=crash_after_claim, after_create=crash_after_create, exit=hard_exit)
@@ -221,6 +223,7 @@ class Reconciler:
             calendars=calendars,
             compiled=self.compiled.compiled(key, obj, calendars, versions, now=now),
             lane=key in self._owed,
+            prepared_runs=self._prepared_runs,
         )
 
     async def _retrying(self, shard: int, call: Callable[[], Awaitable[T]], *, kind: FencedKind | None = None) -> T:
