@@ -148,9 +148,10 @@ class Reconciler:
                 written = await self._write(key, shard, obj, plan, context)
                 if written is None:
                     return PassOutcome.GONE, None
-                body, claimed = written
-                if not claimed:
+                body, wrote = written
+                if not wrote:
                     continue  # 409: planned again on the object as the API has it now
+                claimed = True
                 self._count(obj.status, plan.status)
             if plan.write_status or plan.deferred:
                 self._crash.claimed(plan)  # a claim write, or the reservation used at its instant
