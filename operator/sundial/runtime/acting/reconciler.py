@@ -135,13 +135,17 @@ class Reconciler:
         if body is None:
             self.forget(key)
             return PassOutcome.GONE, None
+        # Owed writes are decided anew by every pass: one that ends early (not acting, gone, contended, failed)
+        # owes nothing more - the next pass that acts records what is owed.
+        lane = key in self._owed
+        self._owed.discard(key)
         shard = fencing.shard_of(str(body["metadata"].get("uid", "")), self._lead.shards)
         if not self._lead.acting(shard):
             return PassOutcome.NOT_ACTING, None
         claimed = False
         for _ in range(MAX_REPLANS):
             obj = self.compiled.read(key, body)
-            context = self._context(key, shard, obj)
+            context = self._context(key, shard, obj, lane=lane)
             plan = self._plan(obj, self._observed(key), context)
             self.budgets.take(key, plan, context.now)  # at once: no other pass may count these tokens
             if plan.write_status:
@@ -194,7 +198,6 @@ class Reconciler:
                 return None
             self._store.keep_newer(fresh, read_version=obj.metadata.resource_version)
             return self._store.view(fresh), False  # planned as kept: slim, or a stub if too large
-        self._owed.discard(key)
         self.budgets.commit(key)
         body = self._store.view(written.body)
         self._store.keep_newer(body, read_version=obj.metadata.resource_version)
@@ -204,7 +207,6 @@ class Reconciler:
         """After the plan's actions: does KEY owe a status write to the lane (DESIGN §7.5)? True when this pass
         created a prepared run's Job without writing first."""
         if plan.write_status or not plan.deferred:
-            self._owed.discard(key)
             return False
         self._owed.add(key)
         if not any(isinstance(action, actions.CreateJob) for action in plan.actions):
@@ -212,7 +214,7 @@ class Reconciler:
         self._crash.created_prepared()
         return True
 
-    def _context(self, key: Key, shard: int, obj: model.ScheduledJob) -> Context:
+    def _context(self, key: Key, shard: int, obj: model.ScheduledJob, *, lane: bool) -> Context:
         now = self._clock()
         refs = obj.spec.calendar_refs if obj.spec is not None else ()
         calendars = self._store.calendars.for_object(key[0], refs)
@@ -223,7 +225,7 @@ class Reconciler:
             backlog_creates=self.budgets.available(key, now),
             calendars=calendars,
             compiled=self.compiled.compiled(key, obj, calendars, versions, now=now),
-            lane=key in self._owed,
+            lane=lane,
             prepared_runs=self._prepared_runs,
         )
 

@@ -143,3 +143,22 @@ async def test_a_prepared_pass_is_counted_as_such() -> None:
     await rec.reconcile(KEY)
     sample = metrics.registry.get_sample_value("sundial_reconciles_total", {"outcome": PassOutcome.PREPARED.value})
     assert sample == 1
+
+
+async def test_a_pass_that_does_not_act_owes_nothing_more() -> None:
+    """After the shard is lost, an owed key must not come back to the lane forever (each pass would end at
+    once, not acting): the pass that acts once the shard is held again records what is owed."""
+    api = FakeApi()
+    elector = Elector()
+    store = Store()
+    store.put_scheduled_job(body(reservation=reserved(NOMINAL)))
+    rec = Reconciler(store=store, api=api, leadership=one_shard(elector), planner=plan, events=FakeEvents(api),
+                     metrics=Metrics(), clock=lambda: NOMINAL + timedelta(seconds=1))  # fmt: skip
+    await rec.reconcile(KEY)
+    assert rec.owes_write(KEY)
+    elector.holding = False
+    await rec.reconcile(KEY)
+    assert not rec.owes_write(KEY)
+    elector.holding = True
+    await rec.reconcile(KEY)
+    assert api.calls[-1] == "write@1", "the used reservation is recorded by the next pass that acts"
