@@ -8,8 +8,9 @@ queued again as soon as the running pass ends.
 
 The low-priority lane (DESIGN §7.5) holds the keys whose last pass left a status write that may wait
 (``owes_write``: a prepared run whose Job was created at its instant, a reservation to write). They are served,
-oldest first and at most a quarter of the concurrency at once, only when no due key waits and few due passes
-are in flight - after the creates of the instant - or once they have waited :data:`LANE_MAX_WAIT`. A Job
+oldest first and with at most half the concurrency at once, only when no due key waits and at most an eighth
+of the concurrency is in due passes - after the creates of the instant - or once they have waited
+:data:`LANE_MAX_WAIT`. A Job
 event (a ``soft`` touch) of a key in the lane leaves it there: its lane pass sees the change (often the Job's
 completion, written in the same write). Any other change, and the key's own wake-up, serve it at once.
 """
@@ -34,8 +35,10 @@ logger = logging.getLogger(__name__)
 MAX_SLEEP = 30.0
 #: Backoff after a failed pass (transient API trouble that outlived in-pass retries, a bug).
 ERROR_BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
-#: The lane's passes take at most 1/LANE_SHARE of the concurrency at once.
-LANE_SHARE = 4
+#: The lane's passes take at most 1/LANE_SHARE of the concurrency at once...
+LANE_SHARE = 2
+#: ... and start only while at most 1/LANE_OPEN_SHARE of it is in due passes (the tail of an instant's creates).
+LANE_OPEN_SHARE = 8
 #: A key waits in the lane at most this long; then it is served with the due keys.
 LANE_MAX_WAIT = timedelta(seconds=10)
 
@@ -68,6 +71,7 @@ class Dispatcher:
         self._lane: dict[Key, datetime] = {}
         """Keys in the low-priority lane, oldest first, with the time they entered it."""
         self._lane_slots = max(1, max_concurrency // LANE_SHARE)
+        self._lane_opens_below = max(1, max_concurrency // LANE_OPEN_SHARE)
         self._lane_running = 0
         self._failures: dict[Key, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -138,7 +142,7 @@ class Dispatcher:
         due_running = len(self._inflight) - self._lane_running
         return (
             not len(self.queue)
-            and due_running <= self._lane_slots
+            and due_running <= self._lane_opens_below
             and self._lane_running < self._lane_slots
             and not self._slots.locked()
         )
