@@ -371,8 +371,9 @@ class Reconciler:
             counter.inc(max(0, getattr(new.counters, field.value) - getattr(old.counters, field.value)))
 
     def _settle(self, key: Key, status: model.ScheduledJobStatus) -> None:
-        """After a complete pass: drop tombstones and synthetic Jobs the status no longer needs."""
-        needed = {run.job for run in status.active}
+        """After a complete pass: drop tombstones and synthetic Jobs the status no longer needs - its active runs'
+        and its reservation's (until a write records a used one, DESIGN §7.5; a pass on an invalid spec keeps it)."""
+        needed = {run.job for run in status.active} | ({status.reservation.job} if status.reservation else set())
         self._store.prune_tombstones(key, still_needed=needed)
         synthetic = self._synthetic.get(key)
         if synthetic:

@@ -162,3 +162,50 @@ async def test_a_pass_that_does_not_act_owes_nothing_more() -> None:
     elector.holding = True
     await rec.reconcile(KEY)
     assert api.calls[-1] == "write@1", "the used reservation is recorded by the next pass that acts"
+
+
+async def test_a_used_reservation_keeps_its_jobs_tombstone_while_the_spec_is_invalid() -> None:
+    """The prepared Job is created; before the lane's write the spec turns invalid (the pass only reports it:
+    nothing records the run) and the Job finishes and is deleted (its ttlSecondsAfterFinished). Its tombstone
+    must outlive the invalid passes, as a claimed attempt's does: once the spec is valid again the run is
+    recorded from it - its time is never run a second time under the same name."""
+    api = FakeApi()
+    now = [NOMINAL + timedelta(seconds=1)]
+    valid = body(reservation=reserved(NOMINAL))
+    rec, store, _ = reconciler(api, valid, now)
+    await rec.reconcile(KEY)
+    assert api.calls == [f"create:{job_name(NOMINAL)}", "event:SuccessfulCreate"]
+
+    invalid = {**valid, "metadata": {**valid["metadata"], "generation": 2, "resourceVersion": "2"},
+               "spec": {**valid["spec"], "schedule": "not a schedule"}}  # fmt: skip
+    reported = {**invalid, "metadata": {**invalid["metadata"], "resourceVersion": "3"}}
+    api.write_results = [results.Written(body=reported)]
+    store.put_scheduled_job(invalid)
+    now[0] += timedelta(seconds=1)
+    await rec.reconcile(KEY)  # Ready=False, InvalidSchedule
+    assert api.calls[-2:] == ["write@2", "event:InvalidSchedule"]
+    store.put_scheduled_job({**reported, "status": model.resource.dump_status(model.parse_status(api.statuses[-1]))})
+
+    finished = NOMINAL + timedelta(seconds=20)
+    store.drop_job({
+        "metadata": {"name": job_name(NOMINAL), "namespace": KEY[0], "uid": "j",
+                     "labels": {model.names.SCHEDULED_JOB_LABEL: KEY[1]},
+                     "annotations": {model.names.SCHEDULED_TIME_ANNOTATION: "2026-03-01T02:31:00Z",
+                                     model.names.ATTEMPT_ANNOTATION: "1"}},
+        "status": {"conditions": [{"type": "Complete", "status": "True",
+                                   "lastTransitionTime": finished.strftime("%Y-%m-%dT%H:%M:%SZ")}]},
+    })  # fmt: skip
+    now[0] = finished + timedelta(seconds=1)
+    await rec.reconcile(KEY)  # still invalid: nothing to write
+
+    stored = store.scheduled_job(KEY)
+    assert stored is not None
+    fixed = {**stored, "metadata": {**stored["metadata"], "generation": 3, "resourceVersion": "4"},
+             "spec": valid["spec"]}  # fmt: skip
+    store.put_scheduled_job(fixed)
+    api.write_results = [results.Written(body={**fixed, "metadata": {**fixed["metadata"], "resourceVersion": "5"}})]
+    now[0] += timedelta(seconds=1)
+    await rec.reconcile(KEY)
+    assert api.calls.count(f"create:{job_name(NOMINAL)}") == 1, "the reserved run's Job was created a second time"
+    written = model.parse_status(api.statuses[-1])
+    assert written.counters.runs == 1 and written.counters.succeeded == 1
