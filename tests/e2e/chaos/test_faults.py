@@ -83,9 +83,12 @@ def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harne
     else:
         assert claimed and not reserved, f"the claim without its Job should be in status.active: {status}"
     standby.start()
+    # The standby takes the shard first: a crasher restarted at once under its old identity could renew its own
+    # unexpired Lease without a transition, and its Jobs would carry the crashed process's token (still exactly
+    # once - the same name - but not the takeover this test is about).
+    fleet.wait_for_holder(timeout=60, other_than=crasher.identity)
     crasher.env.pop("SUNDIAL_TEST_CRASH_AFTER_CLAIM")
     crasher.start()
-    fleet.wait_for_holder(timeout=60)
     h.wait(
         lambda: all(any(j.name == name for j in h.watch.snapshot()) for name in claimed) or None,
         60,
