@@ -158,9 +158,10 @@ class Herd:
         await self._create(api, contender=contender, names=names, cron=cron, result=result, operator=operator)
         result["setup_seconds"] = round(time.monotonic() - setup_start, 2)
         result["slack_seconds"] = round(at - time.time(), 2)  # < 0: the setup ran past the nominal time
-        if self.profile and operator is not None:
+        if self.profile and operator is not None:  # the instant only: from 2 s before it (py-spy attaches)
+            await wait_until(at - 2.0)
             profiler = subprocess.Popen(
-                [PY_SPY, "record", "--pid", str(operator.pid), "--rate", "50", "--format", "raw",
+                [PY_SPY, "record", "--pid", str(operator.pid), "--rate", "250", "--format", "raw",
                  "--output", str(self.out / f"{self.name}-profile.txt"), "--nonblocking"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip

@@ -51,6 +51,21 @@ class ActiveRun(StatusModel):
     """The run was requested with ``sundial.dev/trigger`` (its Jobs use the ``-m`` name form)."""
 
 
+class Reservation(StatusModel):
+    """The next run, reserved ahead of its instant (DESIGN §7.5): the claim of its first attempt, written with
+    an earlier status write. At the instant, while the object still matches (same fencing token, same
+    ``generation``), only its Job is created; the status write that records the start comes after."""
+
+    scheduled_time: Timestamp
+    """Nominal time of the reserved run."""
+    job: str
+    """The name its first attempt's Job gets."""
+    fencing_token: str = Field(max_length=64)
+    """The token of the replica that reserved it: a reservation is used only under the same token."""
+    generation: int = Field(ge=0)
+    """The ``metadata.generation`` it was reserved at: a spec change since voids it."""
+
+
 class PendingRetry(StatusModel):
     """A failed run waiting for its next attempt."""
 
@@ -203,6 +218,8 @@ class ScheduledJobStatus(StatusModel):
     """The token of the last ``sundial.dev/backfill`` request handled (accepted, refused or invalid)."""
     finished_at: Timestamp | None = None
     """One-offs: when the object completed (drives ttlSecondsAfterFinished)."""
+    reservation: Reservation | None = None
+    """The next run, reserved ahead of its instant (DESIGN §7.5); None: nothing reserved."""
     fencing_token: str | None = None
     """``<shard>-<lease transitions>`` of the replica that wrote this status (every write stamps it; the
     server-side fencing policy refuses a write whose token is older than the shard Lease)."""

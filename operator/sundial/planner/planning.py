@@ -52,7 +52,7 @@ from sundial.planner.concurrency import admission, buffers
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import BACKLOG, Context, Plan
 from sundial.planner.requests import backfills, triggers
-from sundial.planner.runs import attempts, history, outcomes, retries
+from sundial.planner.runs import attempts, history, outcomes, reservations, retries
 from sundial.planner.status import conditions
 from sundial.planner.status.drafts import Draft, NewRun
 from sundial.planner.times import due, exclusions, missed
@@ -72,6 +72,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         draft.circuit_generation = None
         draft.consecutive_dead_letters = 0
     triggers.redrive(draft)
+    reservations.record_used(draft, observed)
     outcomes.resolve_active(draft, observed)
     retries.start_due_retries(draft)
     new_runs: list[NewRun] = buffers.release(draft)
@@ -100,14 +101,40 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
     finished = summary.finish_one_off(draft)
     draft.next_schedule_time = due.next_time(draft, paused=paused)
     summary.put_conditions(draft, finished=finished)
+    ahead = draft.context.prepared_runs and not paused and not finished
+    draft.reservation = reservations.reserve(draft, draft.next_schedule_time if ahead else None)
+    return _decide(draft, paused=paused)
+
+
+def _decide(draft: Draft, *, paused: bool) -> Plan:
+    """Whether and when to write the pass's status (DESIGN §6, §7.5): before the actions (the claim), after
+    them in the low-priority lane (the reserved run's instant; a reservation on its own), or not at all."""
+    stored = draft.obj.status
     status = draft.freeze()
+    reserve = draft.reservation != stored.reservation
+    reserve_at = None
+    if reservations.instant(draft, stored.reservation):
+        write, deferred = False, True
+    elif _material(status) != _material(stored):
+        write, deferred = True, False
+    elif reserve and draft.reservation is not None:
+        due_at = due.fire_at(draft, draft.reservation.scheduled_time)
+        soon = due_at - draft.now <= draft.context.reserve_ahead
+        write, deferred = draft.context.lane and soon, soon and not draft.context.lane
+        reserve_at = None if soon else due_at - draft.context.reserve_ahead
+    else:
+        write, deferred = False, False
+    wake = _wake_at(draft, paused=paused)
+    if reserve_at is not None:
+        wake = reserve_at if wake is None else min(wake, reserve_at)
     return Plan(
         status=status,
-        write_status=_material(status) != _material(obj.status),
+        write_status=write,
         actions=tuple(draft.actions),
-        wake_at=_wake_at(draft, paused=paused),
+        wake_at=wake,
         backlog_creates=draft.backlog_started,
         backlog_waiting=_waits_for_budget(draft),
+        deferred=deferred,
     )
 
 
@@ -199,8 +226,9 @@ def _comes_back_at_once(draft: Draft) -> bool:
 
 
 def _material(status: ScheduledJobStatus) -> ScheduledJobStatus:
-    """The status without what alone does not justify a write: ``jobSeen`` flags, and ``fencingToken`` (the
+    """The status without what alone does not justify a write: ``jobSeen`` flags; ``fencingToken`` (the
     runtime stamps the writer's token on every write; the planned status never has one, so comparing it made
-    every pass after the first write write again: each Job watch event cost a status PATCH)."""
+    every pass after the first write write again: each Job watch event cost a status PATCH); and the
+    reservation (a reservation on its own is written in the lane, :func:`_decide`)."""
     active = tuple(run.model_copy(update={"job_seen": False}) for run in status.active)
-    return status.model_copy(update={"active": active, "fencing_token": None})
+    return status.model_copy(update={"active": active, "fencing_token": None, "reservation": None})

@@ -34,6 +34,11 @@ LAG_ALLOWANCE = timedelta(minutes=1)
 """A catch-up run due at most this long before the pass is the operator's lag and does not draw from the
 namespace's budget (see :data:`BACKLOG`); each is still one of ``Context.creates_per_pass``."""
 
+RESERVE_AHEAD = timedelta(minutes=5)
+"""A reservation that is missing or stale (another fencing token: after a failover; an older version's status) is
+written on its own, in the low-priority lane, once its run is due within this long (DESIGN §7.5); a status
+write the object gets anyway always carries the current one."""
+
 
 @dataclass(frozen=True)
 class Compiled:
@@ -86,6 +91,15 @@ class Context:
     compiled: Compiled | None = None
     """:func:`compile_spec` of this object's spec and ``calendars``, computed ahead (a cache of the runtime's);
     None: the pass compiles it itself."""
+    lane: bool = False
+    """The pass is the low-priority lane's (DESIGN §7.5): a reservation that differs from the stored one is
+    written even when nothing else changed."""
+    reserve_ahead: timedelta = RESERVE_AHEAD
+    """:data:`RESERVE_AHEAD`."""
+    prepared_runs: bool = True
+    """Reserve the next run ahead of its instant (DESIGN §7.5); False (``--no-prepared-runs``): nothing is
+    reserved and every run is claimed by a status write first (a stored reservation still counts once its Job
+    is observed)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +109,10 @@ class Plan:
     The runtime writes ``status`` first, as a compare-and-set on the object's resourceVersion, when
     ``write_status`` is true (that write is the claim); only after it succeeds does it run ``actions`` in
     order. A 409 means another writer moved first: re-read the object from the API and plan again.
+
+    With ``deferred`` (and ``write_status`` false) the actions run at once and the object owes a status write
+    that may wait: the low-priority lane plans it again (``Context.lane``) after the due work of the moment -
+    a prepared run's instant (its reservation is the claim) or a reservation to write (DESIGN §7.5).
     """
 
     status: ScheduledJobStatus
@@ -108,3 +126,5 @@ class Plan:
     backlog_waiting: bool = False
     """Catch-up or backfill runs wait only for ``Context.backlog_creates``: plan again once the namespace's
     budget has a create for this object (the runtime knows when; ``wake_at`` does not include it)."""
+    deferred: bool = False
+    """A status write is owed after the actions, in the low-priority lane (see above)."""

@@ -134,6 +134,8 @@ async def build(
         clock=utcnow,
         crash_after_claim=settings.test_crash_after_claim,
         budgets=NamespaceBudgets(rate=settings.dispatch.backlog_qps, burst=settings.dispatch.backlog_burst),
+        crash_after_create=settings.test_crash_after_create,
+        prepared_runs=settings.dispatch.prepared_runs,
     )
     dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store)
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
@@ -183,13 +185,15 @@ def _fenced(leadership: Leadership, token: str) -> None:
 def _dispatcher(
     settings: Settings, reconciler: Reconciler, in_flight: InFlight, metrics: Metrics, store: Store
 ) -> Dispatcher:
-    """The one dispatch loop: passes counted in flight, due keys ordered by the priorities the store keeps."""
+    """The one dispatch loop: passes counted in flight, due keys ordered by the priorities the store keeps, the
+    status writes the reconciler owes in the low-priority lane."""
     return Dispatcher(
         reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
         max_concurrency=settings.dispatch.max_concurrency,
         clock=utcnow,
         on_index_size=metrics.passes.due_index_size.set,
         priority_of=store.priority,
+        owes_write=reconciler.owes_write,
     )
 
 

@@ -2,8 +2,9 @@
 composed into one :class:`Settings`, built by the CLI from its arguments (``sundial.cli.commands.run``).
 
 Each group checks its own fields when it is made and names the CLI flag of a bad value. The only environment
-variable read (once, at startup, by the CLI) is the test-only fault-injection hook
-``SUNDIAL_TEST_CRASH_AFTER_CLAIM`` (see :attr:`Settings.test_crash_after_claim`).
+variables read (once, at startup, by the CLI) are the test-only fault-injection hooks
+``SUNDIAL_TEST_CRASH_AFTER_CLAIM`` and ``SUNDIAL_TEST_CRASH_AFTER_CREATE`` (see
+:attr:`Settings.test_crash_after_claim`, :attr:`Settings.test_crash_after_create`).
 """
 
 from __future__ import annotations
@@ -163,6 +164,9 @@ class DispatchSettings:
 
     max_concurrency: int = 16
     """Objects reconciled at the same time."""
+    prepared_runs: bool = True
+    """Reserve each next run ahead of its instant, so that at the instant only its Job create is sent and the
+    status write follows (DESIGN §7.5); False: every run is claimed by a status write first."""
 
     backlog_qps: float = 5.0
     """Catch-up and backfill runs one namespace may start per second, across all its objects (a token bucket
@@ -256,12 +260,20 @@ class Settings:
 
     test_crash_after_claim: int = 0
     """TEST ONLY (fault injection, never set in production): when > 0, the process exits with
-    ``os._exit(137)`` right after its n-th successful claim write that precedes a Job create, before the
-    create - the "crashed between claim and create" case. The CLI reads it once at startup from the
+    ``os._exit(137)`` right after its n-th claim that precedes a Job create - a successful claim write, or a
+    reservation used at its instant (DESIGN §7.5) - before the create: the "crashed between claim and create"
+    (or "between reservation and instant") case. The CLI reads it once at startup from the
     ``SUNDIAL_TEST_CRASH_AFTER_CLAIM`` environment variable; 0 (the default) disables it."""
+
+    test_crash_after_create: int = 0
+    """TEST ONLY (fault injection, never set in production): when > 0, the process exits with
+    ``os._exit(137)`` right after the n-th Job it created under a reservation at its instant, before the
+    deferred status write that records it (DESIGN §7.5). Read from ``SUNDIAL_TEST_CRASH_AFTER_CREATE``."""
 
     def __post_init__(self) -> None:
         if not self.identity:
             raise ValueError("identity must not be empty")
         if self.test_crash_after_claim < 0:
             raise ValueError("SUNDIAL_TEST_CRASH_AFTER_CLAIM must not be negative")
+        if self.test_crash_after_create < 0:
+            raise ValueError("SUNDIAL_TEST_CRASH_AFTER_CREATE must not be negative")

@@ -101,9 +101,11 @@ class Harness:
         self.fencings.append(fencing.install(binary))
         return fencing
 
-    def create_scheduled_jobs(self, count: int, schedule_text: str, **spec: Any) -> list[str]:
-        """COUNT ScheduledJobs (one kubectl apply) whose Jobs complete at once (kwok)."""
-        template = self.cluster.job_manifest("x")["spec"]
+    def create_scheduled_jobs(
+        self, count: int, schedule_text: str, *, duration_seconds: int | None = None, **spec: Any
+    ) -> list[str]:
+        """COUNT ScheduledJobs (one kubectl apply) whose Jobs complete at once (kwok), or after DURATION_SECONDS."""
+        template = self.cluster.job_manifest("x", duration_seconds=duration_seconds)["spec"]
         names = [f"sj-{i:03d}" for i in range(count)]
         items = [
             {
@@ -135,12 +137,15 @@ class Harness:
     # -- the end -------------------------------------------------------------------------------------
 
     def settle(self, until: datetime, timeout: float = 90.0) -> None:
-        """Poll until every ScheduledJob handled every nominal time up to UNTIL (cursor >= it)."""
+        """Poll until every ScheduledJob handled every nominal time up to UNTIL (cursor >= it); a suspended one
+        owes nothing (its cursor waits for the resume)."""
 
         def behind() -> list[str]:
             late = []
             for sj in self.scheduled_jobs():
                 spec, meta = sj.get("spec") or {}, sj["metadata"]
+                if spec.get("suspend"):
+                    continue
                 created = schedule.parse_rfc3339(meta["creationTimestamp"], field="creationTimestamp")
                 timetable = schedule.build_timetable(spec["schedule"], time_zone=spec.get("timeZone") or "UTC",
                                                      uid=meta["uid"])  # fmt: skip

@@ -50,39 +50,56 @@ def test_sigkill_of_the_acting_replica_at_random_moments(harness: Harness) -> No
     _finish(h, "sigkill")
 
 
-def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harness) -> None:
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "claim-first"])
+def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harness, prepared: bool) -> None:
     """The acting replica exits (os._exit(137), the real process) right after its 3rd claim, before that
-    Job's create. The standby (and the crashed replica restarted without the hook) take over; the claimed
-    run gets its Job exactly once."""
+    Job's create. The standby (and the crashed replica restarted without the hook) take over.
+
+    ``prepared`` (the default, DESIGN §7.5): every run is reserved ahead, so the 3rd claim is a reservation
+    used at its instant - the crash falls between the reservation and the instant; the run was never
+    started, so the new holder runs it (claiming first, under the same name) or counts it missed under
+    ``catchUp``, exactly once. ``claim-first`` (``--no-prepared-runs``): the claim is a status write - the
+    crash falls between that write and the create, and the claimed run gets its Job exactly once."""
     h = harness
-    fleet = h.fleet(2, env={"replica-a": {"SUNDIAL_TEST_CRASH_AFTER_CLAIM": "3"}})
+    extra = () if prepared else ("--no-prepared-runs",)
+    fleet = h.fleet(2, env={"replica-a": {"SUNDIAL_TEST_CRASH_AFTER_CLAIM": "3"}}, extra_args=extra)
     crasher, standby = fleet.replicas["replica-a"], fleet.replicas["replica-b"]
     crasher.start()  # alone, so it is the one acting (shard assignment could hand shard 0 to the other)
-    h.create_scheduled_jobs(1, EVERY_2S)
+    # 5 s when prepared: the lane's write that reserves the next run lands well before it (on loaded cores too)
+    h.create_scheduled_jobs(1, EVERY_5S if prepared else EVERY_2S)
     h.wait(lambda: crasher.exit_code() is not None, 60, "replica-a crashes after its 3rd claim")
-    h.faults["crash after claim"] += 1
+    h.faults["crash after a used reservation" if prepared else "crash after a claim write"] += 1
     assert crasher.exit_code() == 137, crasher.log_text()[-3000:]
     assert "test crash hook" in crasher.log_text()
     (sj,) = h.scheduled_jobs()
     _run_for(0.5)
     seen = {job.name for job in h.watch.snapshot()}
-    orphans = [run for run in (sj.get("status") or {}).get("active") or [] if run["job"] not in seen]
-    assert orphans, f"the claim without its Job should be in status.active: {sj.get('status')}"
+    status = sj.get("status") or {}
+    claimed = [run["job"] for run in status.get("active") or [] if run["job"] not in seen]
+    reservation = status.get("reservation") or {}
+    reserved = [reservation["job"]] if reservation and reservation["job"] not in seen else []
+    if prepared:
+        assert reserved and not claimed, f"the used reservation without its Job should be in status: {status}"
+    else:
+        assert claimed and not reserved, f"the claim without its Job should be in status.active: {status}"
     standby.start()
+    # The standby takes the shard first: a crasher restarted at once under its old identity could renew its own
+    # unexpired Lease without a transition, and its Jobs would carry the crashed process's token (still exactly
+    # once - the same name - but not the takeover this test is about).
+    fleet.wait_for_holder(timeout=60, other_than=crasher.identity)
     crasher.env.pop("SUNDIAL_TEST_CRASH_AFTER_CLAIM")
     crasher.start()
-    fleet.wait_for_holder(timeout=60)
     h.wait(
-        lambda: all(any(j.name == run["job"] for j in h.watch.snapshot()) for run in orphans) or None,
+        lambda: all(any(j.name == name for j in h.watch.snapshot()) for name in claimed) or None,
         60,
         "the claimed run's Job is created after the crash",
     )
     _run_for(3)
-    for run in orphans:
-        jobs = [j for j in h.watch.snapshot() if j.name == run["job"]]
-        assert len(jobs) == 1, jobs
-        assert jobs[0].token_term != "0-0", "created by a later holder (the Lease changed hands)"
-    _finish(h, "crash-after-claim")
+    for name in claimed + reserved:
+        jobs = [j for j in h.watch.snapshot() if j.name == name]
+        assert len(jobs) <= 1, jobs
+        assert all(job.token_term != "0-0" for job in jobs), "created by a later holder (the Lease changed hands)"
+    _finish(h, "crash-after-reservation" if prepared else "crash-after-claim")
 
 
 def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> None:

@@ -20,19 +20,22 @@ def _args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["run", "--identity", "me", *argv])
 
 
-def test_crash_hook_is_off_without_the_variable() -> None:
-    assert run_cmd.settings_from(_args(), environ={}).test_crash_after_claim == 0
+def test_crash_hooks_are_off_without_the_variables() -> None:
+    settings = run_cmd.settings_from(_args(), environ={})
+    assert (settings.test_crash_after_claim, settings.test_crash_after_create) == (0, 0)
 
 
-def test_crash_hook_reads_the_variable() -> None:
-    settings = run_cmd.settings_from(_args(), environ={"SUNDIAL_TEST_CRASH_AFTER_CLAIM": "3"})
-    assert settings.test_crash_after_claim == 3
+def test_crash_hooks_read_the_variables() -> None:
+    environ = {"SUNDIAL_TEST_CRASH_AFTER_CLAIM": "3", "SUNDIAL_TEST_CRASH_AFTER_CREATE": "2"}
+    settings = run_cmd.settings_from(_args(), environ=environ)
+    assert (settings.test_crash_after_claim, settings.test_crash_after_create) == (3, 2)
 
 
+@pytest.mark.parametrize("variable", ["SUNDIAL_TEST_CRASH_AFTER_CLAIM", "SUNDIAL_TEST_CRASH_AFTER_CREATE"])
 @pytest.mark.parametrize("value", ["x", "-1"])
-def test_crash_hook_rejects_bad_values(value: str) -> None:
-    with pytest.raises(ValueError, match="SUNDIAL_TEST_CRASH_AFTER_CLAIM"):
-        run_cmd.settings_from(_args(), environ={"SUNDIAL_TEST_CRASH_AFTER_CLAIM": value})
+def test_crash_hooks_reject_bad_values(variable: str, value: str) -> None:
+    with pytest.raises(ValueError, match=variable):
+        run_cmd.settings_from(_args(), environ={variable: value})
 
 
 def test_event_flags_default_to_their_own_budget_and_a_one_minute_series() -> None:
@@ -144,3 +147,8 @@ def test_the_identity_defaults_to_the_pod_name_then_to_host_and_pid() -> None:
     assert run_cmd.settings_from(unnamed, environ={"POD_NAME": "sundial-7d9f-abcde"}).identity == "sundial-7d9f-abcde"
     assert run_cmd.settings_from(unnamed, environ={}).identity.endswith(f"-{os.getpid()}")
     assert run_cmd.settings_from(_args(), environ={"POD_NAME": "p"}).identity == "me"
+
+
+def test_prepared_runs_are_on_unless_turned_off() -> None:
+    assert run_cmd.settings_from(_args(), environ={}).dispatch.prepared_runs is True
+    assert run_cmd.settings_from(_args("--no-prepared-runs"), environ={}).dispatch.prepared_runs is False

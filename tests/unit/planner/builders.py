@@ -13,6 +13,7 @@ from sundial.model import (
     DeadLetter,
     DeadLetterReason,
     PendingRetry,
+    Reservation,
     ScheduledJobStatus,
     SpecError,
     Trigger,
@@ -123,6 +124,12 @@ def make_obj(
         status=status or ScheduledJobStatus(),
         raw_spec=raw,
     )
+
+
+def reserved(nominal: datetime, *, token: str = TOKEN, generation: int = 1) -> Reservation:
+    """The reservation of the scheduled run at NOMINAL (DESIGN §7.5), as a pass under TOKEN writes it."""
+    name = job_name(scheduled_job=NAME, scheduled_time=nominal, attempt=1)
+    return Reservation(scheduled_time=nominal, job=name, fencing_token=token, generation=generation)
 
 
 def with_status(obj: ScheduledJob, status: ScheduledJobStatus) -> ScheduledJob:

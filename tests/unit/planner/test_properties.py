@@ -112,6 +112,22 @@ def assert_idempotent(
     assert not [a for a in again.actions if isinstance(a, CreateJob | DeleteJob | EmitEvent)]
 
 
+def lane_pass(
+    spec: dict[str, Any],
+    annotations: dict[str, str],
+    status: ScheduledJobStatus,
+    cluster: Cluster,
+    now: datetime,
+    generation: int,
+) -> ScheduledJobStatus:
+    """The lane's pass of a deferred object: it writes (the used reservation, or the reservation on its own)."""
+    obj = make_obj(spec, status=status, annotations=annotations, generation=generation)
+    result = plan(obj, list(cluster.jobs.values()), context(now, lane=True))
+    assert result.write_status and not result.deferred, "the lane's pass wrote nothing"
+    cluster.apply(result, now)
+    return result.status
+
+
 def simulate(
     spec: dict[str, Any], rng: random.Random, *, steps: int, tokens: bool
 ) -> tuple[Cluster, ScheduledJobStatus, datetime]:
@@ -135,7 +151,22 @@ def simulate(
         if result.write_status:
             status = result.status
         cluster.apply(result, now)
+        # The low-priority lane plans a deferred object again after the actions and writes (DESIGN §7.5): at
+        # once, after the Jobs changed, or never (the replica crashed: the next pass records it).
+        lane = rng.choice(["before", "after", "never"]) if result.deferred else "never"
+        if lane == "before":
+            status = lane_pass(spec, annotations, status, cluster, now, generation)
         cluster.churn(rng, now)
+        if lane == "after":
+            status = lane_pass(spec, annotations, status, cluster, now, generation)
+    for _ in range(3):  # the passes that follow the last one (a deferred status write is owed)
+        obj = make_obj(spec, status=status, annotations=annotations, generation=generation)
+        result = plan(obj, list(cluster.jobs.values()), context(now, lane=True))
+        cluster.apply(result, now)
+        if result.write_status:
+            status = result.status
+        elif not result.deferred:
+            break
     return cluster, status, now
 
 

@@ -24,6 +24,7 @@ from .builders import (
     make_obj,
     name_at,
     raw_spec,
+    reserved,
     seconds_after,
     status,
     top_of_the_hour,
@@ -89,9 +90,11 @@ def test_the_transition_time_moves_only_when_the_status_flips() -> None:
 
 
 def test_a_settled_object_plans_nothing_and_writes_nothing() -> None:
-    result = plan(make_obj(raw_spec(), status=status()), [], context(seconds_after(60)))
+    settled = status(reservation=reserved(hours_after(1)))
+    result = plan(make_obj(raw_spec(), status=settled), [], context(seconds_after(60)))
     assert result.actions == ()
     assert result.write_status is False
+    assert result.deferred is False
     assert result.wake_at == hours_after(1)
 
 

@@ -83,6 +83,7 @@ def test_every_field_has_a_docstring_right_under_it() -> None:
         (WebhookSettings, {"port": -1}, "--webhook-port"),
         (Settings, {"identity": ""}, "identity"),
         (Settings, {"identity": "me", "test_crash_after_claim": -1}, "SUNDIAL_TEST_CRASH_AFTER_CLAIM"),
+        (Settings, {"identity": "me", "test_crash_after_create": -1}, "SUNDIAL_TEST_CRASH_AFTER_CREATE"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_flag(group: Any, values: dict[str, Any], flag: str) -> None:

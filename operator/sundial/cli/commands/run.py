@@ -105,6 +105,12 @@ def _add_dispatch_flags(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--max-concurrency", type=int, default=_DISPATCH.max_concurrency, help="objects reconciled at once")
     add(
+        "--prepared-runs",
+        action=argparse.BooleanOptionalAction,
+        default=_DISPATCH.prepared_runs,
+        help="reserve each next run ahead, so that at its instant only the Job is created (default: on)",
+    )
+    add(
         "--backlog-qps",
         type=float,
         default=_DISPATCH.backlog_qps,
@@ -194,23 +200,25 @@ def _lease_namespace(explicit: str | None) -> str:
 
 #: TEST ONLY: fault injection for the chaos tests (see :attr:`Settings.test_crash_after_claim`).
 CRASH_AFTER_CLAIM_ENV = "SUNDIAL_TEST_CRASH_AFTER_CLAIM"
+#: TEST ONLY: fault injection for the chaos tests (see :attr:`Settings.test_crash_after_create`).
+CRASH_AFTER_CREATE_ENV = "SUNDIAL_TEST_CRASH_AFTER_CREATE"
 
 
-def _crash_after_claim(environ: Mapping[str, str]) -> int:
-    raw = environ.get(CRASH_AFTER_CLAIM_ENV, "").strip()
+def _crash_hook(environ: Mapping[str, str], name: str) -> int:
+    raw = environ.get(name, "").strip()
     if not raw:
         return 0
     try:
         return int(raw)
     except ValueError:
-        raise ValueError(f"{CRASH_AFTER_CLAIM_ENV} must be an integer, got {raw!r}") from None
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
 
 
 def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
     """The frozen :class:`Settings` from parsed arguments (the only place they are read).
 
     ``environ`` (default ``os.environ``) is consulted for ``POD_NAME`` (the default identity, as the chart sets
-    it: the fencing policy compares the Lease holder with the token's pod name) and the test-only crash hook.
+    it: the fencing policy compares the Lease holder with the token's pod name) and the test-only crash hooks.
     """
     env = os.environ if environ is None else environ
     return Settings(
@@ -240,7 +248,10 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             max_job_template_bytes=args.max_job_template_bytes,
         ),
         dispatch=groups.DispatchSettings(
-            max_concurrency=args.max_concurrency, backlog_qps=args.backlog_qps, backlog_burst=args.backlog_burst
+            max_concurrency=args.max_concurrency,
+            backlog_qps=args.backlog_qps,
+            backlog_burst=args.backlog_burst,
+            prepared_runs=args.prepared_runs,
         ),
         probes=groups.ProbeSettings(
             metrics_port=args.metrics_port,
@@ -250,7 +261,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             metrics_key_file=args.metrics_key_file,
         ),
         logging=groups.LoggingSettings(format=LogFormat(args.log_format), level=args.log_level),
-        test_crash_after_claim=_crash_after_claim(env),
+        test_crash_after_claim=_crash_hook(env, CRASH_AFTER_CLAIM_ENV),
+        test_crash_after_create=_crash_hook(env, CRASH_AFTER_CREATE_ENV),
     )
 
 

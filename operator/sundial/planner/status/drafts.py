@@ -22,6 +22,7 @@ from sundial.model.status import (
     Counters,
     DeadLetter,
     PendingRetry,
+    Reservation,
     RunRecord,
     ScheduledJobStatus,
     StatusCounter,
@@ -79,6 +80,8 @@ class Draft:
     late_by_one: datetime | None = None
     """The nominal time due just before this pass's scheduled run: its catch-up run is late by one period, as
     a loaded operator makes runs, not a backlog, and does not draw from the namespace's budget."""
+    reservation: Reservation | None = None
+    """The next run, reserved ahead of its instant (DESIGN §7.5): the stored one until the pass reserves anew."""
 
     @classmethod
     def start(cls, obj: ScheduledJob, spec: ScheduledJobSpec, context: Context) -> Draft:
@@ -110,6 +113,7 @@ class Draft:
             finished_at=status.finished_at,
             exclusion=compiled.exclusion,
             calendar_problem=compiled.calendar_problem,
+            reservation=status.reservation,
         )
 
     @property
@@ -214,4 +218,5 @@ class Draft:
             last_handled_redrive=self.last_handled_redrive,
             last_handled_backfill=self.last_handled_backfill,
             finished_at=self.finished_at,
+            reservation=self.reservation,
         )

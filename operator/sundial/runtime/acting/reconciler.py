@@ -4,6 +4,12 @@ The status write is the claim. A 409 means another writer moved first: the objec
 API (never the cache) and planned again, a bounded number of times. Only after the claim succeeds are
 the plan's actions run, in order, each one preceded by the "do I still hold the shard?" check.
 
+A prepared run (DESIGN §7.5) is the exception: at its instant, when the plan says its reservation (written
+earlier, under this replica's token) is the claim, only its Job is created; the object then *owes* a status
+write (:meth:`Reconciler.owes_write`), which the dispatcher's low-priority lane asks for after the due work of
+the moment - that pass (``Context.lane``) records the start, merged with whatever else the object needs
+written. A reservation that needs writing on its own waits in the same lane.
+
 Every status write carries the replica's fencing token (``status.fencingToken``), as every Job and Event
 does. Where the server-side fencing policy is installed, a write under a token older than the shard Lease
 is refused (403, :class:`sundial.kube.errors.FencedError`): the pass stops, the refusal is counted
@@ -16,10 +22,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from sundial import model
 from sundial.kube import errors, requests, results
@@ -27,8 +32,10 @@ from sundial.planner import actions
 from sundial.planner.observed import FailureReason, ObservedJob
 from sundial.planner.plans import Context, Plan
 from sundial.runtime import fencing
+from sundial.runtime.acting import faults
 from sundial.runtime.acting.budgets import Budgets, NoBudgets
 from sundial.runtime.acting.compiled import CompiledSpecs
+from sundial.runtime.acting.ports import EventSink, ReconcilerApi
 from sundial.runtime.serving.metrics import FencedKind, Metrics, PassOutcome
 from sundial.runtime.watch import jobs
 from sundial.runtime.watch.store import Key, Store
@@ -42,53 +49,8 @@ Planner = Callable[[model.ScheduledJob, Sequence[ObservedJob], Context], Plan]
 MAX_REPLANS = 5
 #: In-pass retries of transient API errors; after that the pass fails and the dispatcher backs off.
 TRANSIENT_DELAYS = (0.2, 0.5, 1.0)
-CONTENDED_RETRY = timedelta(seconds=1)  # when the replan budget is exhausted: try again this soon
-#: Exit code of the test-only crash hook (as if SIGKILLed: 128 + 9).
-CRASH_EXIT_CODE = 137
-
-
-def _hard_exit(code: int) -> None:  # pragma: no cover - ends the process
-    logging.shutdown()
-    os._exit(code)
-
-
-class ReconcilerApi(Protocol):
-    """The calls the reconciler makes: ScheduledJob reads, status claims and deletes, Job creates and deletes
-    (:class:`sundial.kube.objects.ObjectsApi`, faked in tests)."""
-
-    async def get_scheduled_job(self, *, namespace: str, name: str) -> dict[str, Any] | None: ...
-
-    async def write_status(
-        self, *, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]
-    ) -> results.WriteResult: ...
-
-    async def delete_scheduled_job(
-        self, *, namespace: str, name: str, uid: str, resource_version: str = ""
-    ) -> results.DeleteResult: ...
-
-    async def create_job(
-        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str
-    ) -> results.CreateResult: ...
-
-    async def delete_job(
-        self, *, namespace: str, name: str, uid: str, resource_version: str = "", label: str = "", shard: str = "",
-        token: str = "",
-    ) -> results.DeleteResult: ...  # fmt: skip
-
-
-class EventSink(Protocol):
-    """Where Events go: :class:`sundial.runtime.acting.sender.EventRecorder` (sent in the background)."""
-
-    def record(
-        self,
-        involved: model.ObjectMeta,
-        type_: str,
-        reason: str,
-        message: str,
-        *,
-        guard: Callable[[], None] | None = None,
-        token: str = "",
-    ) -> None: ...
+#: When the replan budget is exhausted: try again this soon.
+CONTENDED_RETRY = timedelta(seconds=1)
 
 
 class Reconciler:
@@ -104,7 +66,9 @@ class Reconciler:
         clock: Callable[[], datetime],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         crash_after_claim: int = 0,
-        hard_exit: Callable[[int], None] = _hard_exit,
+        crash_after_create: int = 0,
+        prepared_runs: bool = True,
+        hard_exit: Callable[[int], None] = faults.hard_exit,
         compiled: CompiledSpecs | None = None,
         budgets: Budgets | None = None,
     ) -> None:
@@ -122,10 +86,11 @@ class Reconciler:
         self.budgets = budgets or NoBudgets()  # the namespaces' catch-up and backfill budgets (DESIGN §11.1)
         self._active: dict[Key, int] = {}
         self._active_total = 0
-        # TEST ONLY fault injection (Settings.test_crash_after_claim): die between claim and create.
-        self._crash_after_claim = crash_after_claim
-        self._hard_exit = hard_exit
-        self._claims = 0
+        self._owed: set[Key] = set()
+        self._prepared_runs = prepared_runs
+        # TEST ONLY fault injection (Settings.test_crash_after_*): die between claim and create, and between a
+        # prepared run's create and its deferred status write.
+        self._crash = faults.CrashHooks(after_claim=crash_after_claim, after_create=crash_after_create, exit=hard_exit)
 
     def shard_of(self, key: Key) -> int | None:
         uid = self._store.uid(key)
@@ -133,7 +98,12 @@ class Reconciler:
             return None
         return fencing.shard_of(uid, self._lead.shards)
 
+    def owes_write(self, key: Key) -> bool:
+        """KEY's last pass left a status write for the low-priority lane (DESIGN §7.5)."""
+        return key in self._owed
+
     def forget(self, key: Key) -> None:
+        self._owed.discard(key)
         self._synthetic.pop(key, None)
         self.compiled.forget(key)
         self.budgets.forget(key)
@@ -165,57 +135,86 @@ class Reconciler:
         if body is None:
             self.forget(key)
             return PassOutcome.GONE, None
+        # Owed writes are decided anew by every pass: one that ends early (not acting, gone, contended, failed)
+        # owes nothing more - the next pass that acts records what is owed.
+        lane = key in self._owed
+        self._owed.discard(key)
         shard = fencing.shard_of(str(body["metadata"].get("uid", "")), self._lead.shards)
         if not self._lead.acting(shard):
             return PassOutcome.NOT_ACTING, None
         claimed = False
         for _ in range(MAX_REPLANS):
             obj = self.compiled.read(key, body)
-            context = self._context(key, shard, obj)
+            context = self._context(key, shard, obj, lane=lane)
             plan = self._plan(obj, self._observed(key), context)
             self.budgets.take(key, plan, context.now)  # at once: no other pass may count these tokens
             if plan.write_status:
-                self._lead.check(shard)
-                written = await self._retrying(
-                    shard,
-                    functools.partial(
-                        self._api.write_status,
-                        namespace=key[0],
-                        name=key[1],
-                        resource_version=obj.metadata.resource_version,
-                        status=model.resource.dump_status(
-                            plan.status.model_copy(update={"fencing_token": context.fencing_token})
-                        ),
-                    ),
-                    kind=FencedKind.STATUS,
-                )
-                if isinstance(written, results.Gone):
+                written = await self._write(key, shard, obj, plan, context)
+                if written is None:
                     return PassOutcome.GONE, None
-                if isinstance(written, results.Conflict):
-                    logger.debug("status conflict on %s/%s: re-reading from the API", *key)
-                    fresh = await self._retrying(
-                        shard, lambda: self._api.get_scheduled_job(namespace=key[0], name=key[1])
-                    )
-                    if fresh is None:
-                        return PassOutcome.GONE, None
-                    body = self._store.view(fresh)  # planned as kept: slim, or a stub if too large
-                    self._store.keep_newer(fresh, read_version=obj.metadata.resource_version)
-                    continue
-                body, claimed = self._store.view(written.body), True
-                self.budgets.commit(key)
-                self._store.keep_newer(body, read_version=obj.metadata.resource_version)
+                body, wrote = written
+                if not wrote:
+                    continue  # 409: planned again on the object as the API has it now
+                claimed = True
                 self._count(obj.status, plan.status)
-                self._maybe_crash(plan)
+            if plan.write_status or plan.deferred:
+                self._crash.claimed(plan)  # a claim write, or the reservation used at its instant
             version = str((body.get("metadata") or {}).get("resourceVersion") or "")
             if await self._act(key, shard, obj, plan, version=version):
                 continue  # a failed attempt was recorded (invalid template, squatted name): plan again
+            prepared = self._owe(key, plan)
             self._settle(key, plan.status)
             wake = self.budgets.settle(key, plan, context.now)  # earlier if runs wait for the namespace's budget
-            return (PassOutcome.CLAIMED if claimed else PassOutcome.UNCHANGED), wake
+            if claimed:
+                return PassOutcome.CLAIMED, wake
+            return (PassOutcome.PREPARED if prepared else PassOutcome.UNCHANGED), wake
         logger.warning("%s/%s: still contended after %d re-plans", key[0], key[1], MAX_REPLANS)
         return PassOutcome.CONTENDED, self._clock() + CONTENDED_RETRY
 
-    def _context(self, key: Key, shard: int, obj: model.ScheduledJob) -> Context:
+    async def _write(
+        self, key: Key, shard: int, obj: model.ScheduledJob, plan: Plan, context: Context
+    ) -> tuple[dict[str, Any], bool] | None:
+        """Write the plan's status (compare-and-set): (the object as stored, True), or on a 409 (the object as
+        the API has it now, False); None when the object is gone."""
+        self._lead.check(shard)
+        status = model.resource.dump_status(plan.status.model_copy(update={"fencing_token": context.fencing_token}))
+        written = await self._retrying(
+            shard,
+            functools.partial(
+                self._api.write_status,
+                namespace=key[0],
+                name=key[1],
+                resource_version=obj.metadata.resource_version,
+                status=status,
+            ),
+            kind=FencedKind.STATUS,
+        )
+        if isinstance(written, results.Gone):
+            return None
+        if isinstance(written, results.Conflict):
+            logger.debug("status conflict on %s/%s: re-reading from the API", *key)
+            fresh = await self._retrying(shard, lambda: self._api.get_scheduled_job(namespace=key[0], name=key[1]))
+            if fresh is None:
+                return None
+            self._store.keep_newer(fresh, read_version=obj.metadata.resource_version)
+            return self._store.view(fresh), False  # planned as kept: slim, or a stub if too large
+        self.budgets.commit(key)
+        body = self._store.view(written.body)
+        self._store.keep_newer(body, read_version=obj.metadata.resource_version)
+        return body, True
+
+    def _owe(self, key: Key, plan: Plan) -> bool:
+        """After the plan's actions: does KEY owe a status write to the lane (DESIGN §7.5)? True when this pass
+        created a prepared run's Job without writing first."""
+        if plan.write_status or not plan.deferred:
+            return False
+        self._owed.add(key)
+        if not any(isinstance(action, actions.CreateJob) for action in plan.actions):
+            return False  # only a reservation to write
+        self._crash.created_prepared()
+        return True
+
+    def _context(self, key: Key, shard: int, obj: model.ScheduledJob, *, lane: bool) -> Context:
         now = self._clock()
         refs = obj.spec.calendar_refs if obj.spec is not None else ()
         calendars = self._store.calendars.for_object(key[0], refs)
@@ -226,19 +225,9 @@ class Reconciler:
             backlog_creates=self.budgets.available(key, now),
             calendars=calendars,
             compiled=self.compiled.compiled(key, obj, calendars, versions, now=now),
+            lane=lane,
+            prepared_runs=self._prepared_runs,
         )
-
-    def _maybe_crash(self, plan: Plan) -> None:
-        """TEST ONLY: after the n-th claim that precedes a Job create, exit before the create."""
-        if self._crash_after_claim <= 0 or not any(isinstance(a, actions.CreateJob) for a in plan.actions):
-            return
-        self._claims += 1
-        if self._claims == self._crash_after_claim:
-            logger.critical(
-                "test crash hook: exiting after claim %d, before creating its Job (SUNDIAL_TEST_CRASH_AFTER_CLAIM)",
-                self._claims,
-            )
-            self._hard_exit(CRASH_EXIT_CODE)
 
     async def _retrying(self, shard: int, call: Callable[[], Awaitable[T]], *, kind: FencedKind | None = None) -> T:
         """Retry transient API errors (5xx, 429, timeouts, quota) a few times; they consume no attempts.
@@ -382,8 +371,9 @@ class Reconciler:
             counter.inc(max(0, getattr(new.counters, field.value) - getattr(old.counters, field.value)))
 
     def _settle(self, key: Key, status: model.ScheduledJobStatus) -> None:
-        """After a complete pass: drop tombstones and synthetic Jobs the status no longer needs."""
-        needed = {run.job for run in status.active}
+        """After a complete pass: drop tombstones and synthetic Jobs the status no longer needs - its active runs'
+        and its reservation's (until a write records a used one, DESIGN §7.5; a pass on an invalid spec keeps it)."""
+        needed = {run.job for run in status.active} | ({status.reservation.job} if status.reservation else set())
         self._store.prune_tombstones(key, still_needed=needed)
         synthetic = self._synthetic.get(key)
         if synthetic:

@@ -5,6 +5,14 @@ with ageing within a namespace) and run with bounded concurrency (a semaphore). 
 ``priority_of`` (the store keeps it beside the deflated object, so nothing is decoded for it). A key is
 never reconciled twice at once: a change that arrives while it is in flight marks it dirty, and it is
 queued again as soon as the running pass ends.
+
+The low-priority lane (DESIGN §7.5) holds the keys whose last pass left a status write that may wait
+(``owes_write``: a prepared run whose Job was created at its instant, a reservation to write). They are served,
+oldest first and with at most half the concurrency at once, only when no due key waits and at most an eighth
+of the concurrency is in due passes - after the creates of the instant - or once they have waited
+:data:`LANE_MAX_WAIT`. A Job
+event (a ``soft`` touch) of a key in the lane leaves it there: its lane pass sees the change (often the Job's
+completion, written in the same write). Any other change, and the key's own wake-up, serve it at once.
 """
 
 from __future__ import annotations
@@ -27,6 +35,12 @@ logger = logging.getLogger(__name__)
 MAX_SLEEP = 30.0
 #: Backoff after a failed pass (transient API trouble that outlived in-pass retries, a bug).
 ERROR_BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+#: The lane's passes take at most 1/LANE_SHARE of the concurrency at once...
+LANE_SHARE = 2
+#: ... and start only while at most 1/LANE_OPEN_SHARE of it is in due passes (the tail of an instant's creates).
+LANE_OPEN_SHARE = 8
+#: A key waits in the lane at most this long; then it is served with the due keys.
+LANE_MAX_WAIT = timedelta(seconds=10)
 
 ReconcileFn = Callable[[Key], Awaitable[datetime | None]]
 
@@ -40,6 +54,7 @@ class Dispatcher:
         clock: Callable[[], datetime],
         on_index_size: Callable[[int], None] = lambda size: None,
         priority_of: Callable[[Key], int] = lambda key: 0,
+        owes_write: Callable[[Key], bool] = lambda key: False,
     ) -> None:
         self._reconcile = reconcile
         self._clock = clock
@@ -49,23 +64,34 @@ class Dispatcher:
         self.queue = FairQueue(clock=clock)
         self._slots = asyncio.Semaphore(max_concurrency)
         self._wakeup = asyncio.Event()
+        self._owes_write = owes_write
         self._inflight: set[Key] = set()
-        self._dirty: set[Key] = set()
+        self._dirty: dict[Key, bool] = {}
+        """Keys changed while in flight: True when a change other than a Job event came (see ``touch``)."""
+        self._lane: dict[Key, datetime] = {}
+        """Keys in the low-priority lane, oldest first, with the time they entered it."""
+        self._lane_slots = max(1, max_concurrency // LANE_SHARE)
+        self._lane_opens_below = max(1, max_concurrency // LANE_OPEN_SHARE)
+        self._lane_running = 0
         self._failures: dict[Key, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     # Signals from the informers and the leases ---------------------------------------------------
 
-    def touch(self, key: Key) -> None:
-        """Something about ``key`` changed: reconcile it as soon as possible."""
+    def touch(self, key: Key, *, soft: bool = False) -> None:
+        """Something about ``key`` changed: reconcile it as soon as possible. ``soft`` (one of its Jobs changed):
+        a key in the low-priority lane stays there - its lane pass sees the change."""
         if key in self._inflight:
-            self._dirty.add(key)
+            self._dirty[key] = self._dirty.get(key, False) or not soft
+        elif soft and key in self._lane:
+            return
         else:
             self.index.advance(key, self._clock())
         self._wakeup.set()
 
     def forget(self, key: Key) -> None:
         self.index.discard(key)
+        self._lane.pop(key, None)
         self._failures.pop(key, None)
 
     # The loop --------------------------------------------------------------------------------------
@@ -74,26 +100,59 @@ class Dispatcher:
         try:
             while not stopping.is_set():
                 self._wakeup.clear()
-                for due in self.index.pop_due(self._clock()):
+                now = self._clock()
+                for due in self.index.pop_due(now):
                     self.queue.push(due, priority=self._priority_of(due))
+                self._promote(now)
                 while len(self.queue) and not self._slots.locked():
                     key = self.queue.pop()
                     if key is None:
                         break
                     if key in self._inflight:
-                        self._dirty.add(key)
+                        self._dirty[key] = True
                         continue
-                    await self._slots.acquire()
-                    self._inflight.add(key)
-                    task = asyncio.create_task(self._one(key), name=f"reconcile {key[0]}/{key[1]}")
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+                    self._lane.pop(key, None)
+                    await self._start(key, lane=False)
+                await self._serve_lane()
                 self._on_index_size(len(self.index))
                 await self._sleep(stopping)
         finally:
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _start(self, key: Key, *, lane: bool) -> None:
+        await self._slots.acquire()
+        self._inflight.add(key)
+        self._lane_running += lane
+        task = asyncio.create_task(self._one(key, lane=lane), name=f"reconcile {key[0]}/{key[1]}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _promote(self, now: datetime) -> None:
+        """Lane keys that waited :data:`LANE_MAX_WAIT` are served with the due keys."""
+        for key, since in list(self._lane.items()):
+            if now - since < LANE_MAX_WAIT:
+                return
+            del self._lane[key]
+            self.queue.push(key, priority=self._priority_of(key))
+
+    def _lane_open(self) -> bool:
+        """The lane may start a pass: no due key waits, few due passes run, a lane slot and a slot are free."""
+        due_running = len(self._inflight) - self._lane_running
+        return (
+            not len(self.queue)
+            and due_running <= self._lane_opens_below
+            and self._lane_running < self._lane_slots
+            and not self._slots.locked()
+        )
+
+    async def _serve_lane(self) -> None:
+        while self._lane and self._lane_open():
+            key = next(iter(self._lane))
+            del self._lane[key]
+            if key not in self._inflight:  # else its running pass decides again whether it owes a write
+                await self._start(key, lane=True)
 
     async def _sleep(self, stopping: asyncio.Event) -> None:
         if len(self.queue):  # waiting for a free slot: a finishing pass sets the wakeup
@@ -102,6 +161,9 @@ class Dispatcher:
             due = self.index.next_due()
             timeout = MAX_SLEEP if due is None else (due - self._clock()).total_seconds()
             timeout = min(max(timeout, 0.0), MAX_SLEEP)
+        if self._lane:  # the oldest lane key's promotion (a finishing pass wakes the lane sooner)
+            oldest = next(iter(self._lane.values()))
+            timeout = min(timeout, max((oldest + LANE_MAX_WAIT - self._clock()).total_seconds(), 0.0))
         if timeout <= 0:
             await asyncio.sleep(0)
             return
@@ -112,14 +174,16 @@ class Dispatcher:
         waiter.cancel()
         stopper.cancel()
 
-    async def _one(self, key: Key) -> None:
+    async def _one(self, key: Key, *, lane: bool) -> None:
         wake: datetime | None = None
+        failed = False
         try:
             wake = await self._reconcile(key)
             self._failures.pop(key, None)
         except asyncio.CancelledError:
             raise
         except Exception as error:
+            failed = True
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
             delay = ERROR_BACKOFF[min(failures, len(ERROR_BACKOFF) - 1)]
@@ -134,10 +198,18 @@ class Dispatcher:
             wake = self._clock() + timedelta(seconds=delay)
         finally:
             self._inflight.discard(key)
+            self._lane_running -= lane
             self._slots.release()
             self._wakeup.set()
-        if key in self._dirty:
-            self._dirty.discard(key)
+        self._after(key, wake, failed=failed)
+
+    def _after(self, key: Key, wake: datetime | None, *, failed: bool) -> None:
+        """Where KEY goes after a pass: the lane (it owes a status write; not after a failure, which backs off),
+        at once (it changed meanwhile), its wake-up, or nowhere."""
+        hard = self._dirty.pop(key, None)
+        if not failed and self._owes_write(key):
+            self._lane.setdefault(key, self._clock())
+        if hard or (hard is not None and key not in self._lane):
             self.index.advance(key, self._clock())
         elif wake is not None:
             self.index.set(key, wake)

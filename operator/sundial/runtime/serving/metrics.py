@@ -52,6 +52,9 @@ class PassOutcome(StrEnum):
     """A status claim was written in the pass (and the plan's actions ran)."""
     UNCHANGED = "unchanged"
     """The plan changed nothing in the status, so nothing was claimed (its actions, if any, ran)."""
+    PREPARED = "prepared"
+    """A prepared run's instant (DESIGN §7.5): its Job was created under its reservation, without a status
+    write first; the write that records it follows in the low-priority lane."""
     CONTENDED = "contended"
     """Still conflicting after the re-plan budget; the key is tried again soon."""
     GONE = "gone"

@@ -17,7 +17,7 @@ from sundial.runtime.watch.store import Key, Store
 
 
 class Wakes(Protocol):
-    def touch(self, key: Key) -> None: ...
+    def touch(self, key: Key, *, soft: bool = False) -> None: ...
 
     def forget(self, key: Key) -> None: ...
 
@@ -56,5 +56,5 @@ class Intake:
     def job(self, kind: str | None, body: Mapping[str, Any]) -> None:
         key = self._store.drop_job(body) if kind == "DELETED" else self._store.put_job(body)
         if key is not None:
-            self._dispatcher.touch(key)
+            self._dispatcher.touch(key, soft=True)  # a key whose status write waits in the lane stays there
         self._listing.check()

@@ -1,4 +1,5 @@
-"""Status writes per run (issue 22: ≤ 2 per recurring run, ≤ 3 per first run), counted through the real
+"""Status writes per run (issue 22: ≤ 2 per recurring run, ≤ 3 per first run, each run's Job POST first: prepared
+runs), counted through the real
 planner and reconciler over an API server that behaves like one for these calls: a status write is a
 compare-and-set merge patch that bumps ``resourceVersion`` only when it changes something, and every change
 reaches the store as the informer would deliver it (the echo of each write, and each Job status update the
@@ -185,14 +186,18 @@ async def test_a_recurring_run_writes_the_status_twice_and_a_first_run_three_tim
         before, written = len(api.log), len(api.statuses)
         job = await operator.run_once()
         per_run.append(api.log[before:])
-        claim, *_, completion = api.statuses[written:]
-        assert [run["job"] for run in claim["active"]] == [job]  # the claim names the Job before its create
+        start, *_, completion = api.statuses[written:]
+        assert [run["job"] for run in start["active"]] == [job]  # the deferred write records the start
         assert completion["active"] == []  # and the completion is recorded
         assert completion["recentRuns"][-1]["job"] == job
+        assert completion["reservation"]["scheduledTime"] > completion["recentRuns"][-1]["scheduledTime"]
     writes = [calls.count("status") for calls in per_run]
     assert api.log[0] == "status" and writes[0] + 1 <= 3, per_run[0]  # the object's first status + its first run
     assert max(writes[1:]) <= 2, per_run
-    assert all(calls[:2] == ["status", "create"] for calls in per_run)  # the claim is written before the POST
+    # Prepared runs (DESIGN §7.5): each run was reserved by the write before it, so its instant is the Job POST
+    # alone; this harness plans at every Job event, so the start and the completion are two writes here (the
+    # dispatcher's lane coalesces them when the Job ends within its delay: tests/unit/runtime/dispatch).
+    assert all(calls[0] == "create" for calls in per_run), per_run
     assert api.obj["status"]["counters"]["succeeded"] == RUNS
     assert "delete" in api.log  # the history limit was reached: its deletes wrote no status
 

@@ -38,8 +38,8 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Key | None]] = []
 
-    def touch(self, key: Key) -> None:
-        self.calls.append(("touch", key))
+    def touch(self, key: Key, *, soft: bool = False) -> None:
+        self.calls.append(("touch (a Job)" if soft else "touch", key))
 
     def forget(self, key: Key) -> None:
         self.calls.append(("forget", key))
@@ -83,8 +83,9 @@ def test_deleted_forgets_the_key_everywhere() -> None:
     assert ("forget", KEY) in other.calls
 
 
-def test_jobs_wake_their_owner() -> None:
+def test_jobs_wake_their_owner_softly() -> None:
+    """A Job event leaves an owner whose status write waits in the dispatcher's lane there (DESIGN §7.5)."""
     take, _store, dispatcher, _ = intake()
     take.job("ADDED", job("nightly-a"))
     take.job("DELETED", job("nightly-a"))
-    assert dispatcher.calls == [("touch", KEY), ("touch", KEY)]
+    assert dispatcher.calls == [("touch (a Job)", KEY), ("touch (a Job)", KEY)]

@@ -1,0 +1,160 @@
+"""The dispatcher's low-priority lane (DESIGN §7.5): the status writes a pass left owed wait until the due keys
+of the moment are served, a Job event leaves them there, anything else (or waiting too long) serves them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from sundial.runtime.dispatch.dispatcher import LANE_MAX_WAIT, Dispatcher
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+Key = tuple[str, str]
+
+
+class Passes:
+    """A reconcile function: records each pass; a key's first pass leaves a write owed (a prepared run)."""
+
+    def __init__(self, *, done: Callable[[list[Key]], bool]) -> None:
+        self.order: list[Key] = []
+        self.owed: set[Key] = set()
+        self.stopping = asyncio.Event()
+        self.done = done
+
+    async def __call__(self, key: Key) -> datetime | None:
+        self.order.append(key)
+        first = self.order.count(key) == 1
+        if first:
+            self.owed.add(key)
+        else:
+            self.owed.discard(key)  # the lane's pass wrote
+        await asyncio.sleep(0)
+        if self.done(self.order):
+            self.stopping.set()
+        return T0 + timedelta(minutes=1)
+
+    def owes(self, key: Key) -> bool:
+        return key in self.owed
+
+
+async def test_owed_writes_wait_until_every_due_key_was_served() -> None:
+    due = [(f"ns-{i % 3}", f"sj-{i}") for i in range(12)]
+    passes = Passes(done=lambda order: len(order) == 2 * len(due))
+    dispatcher = Dispatcher(reconcile=passes, max_concurrency=8, clock=lambda: T0, owes_write=passes.owes)
+    for key in due:
+        dispatcher.touch(key)
+    await asyncio.wait_for(dispatcher.run(passes.stopping), timeout=2)
+    first, second = passes.order[: len(due)], passes.order[len(due) :]
+    assert sorted(first) == sorted(due), "every due key was served before any owed write"
+    assert sorted(second) == sorted(due)
+    assert passes.owed == set()
+
+
+async def test_the_lane_uses_at_most_half_the_concurrency() -> None:
+    running = peak = 0
+    stopping = asyncio.Event()
+    keys = [("ns", f"sj-{i}") for i in range(20)]
+    lane_passes = 0
+
+    async def reconcile(key: Key) -> datetime | None:
+        nonlocal running, peak, lane_passes
+        lane = key in owed
+        owed.add(key)
+        if lane:
+            owed.discard(key)
+            lane_passes += 1
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0.01)
+            running -= 1
+            if lane_passes == len(keys):
+                stopping.set()
+        return None
+
+    owed: set[Key] = set()
+    dispatcher = Dispatcher(reconcile=reconcile, max_concurrency=8, clock=lambda: T0, owes_write=owed.__contains__)
+    for key in keys:
+        dispatcher.touch(key)
+    await asyncio.wait_for(dispatcher.run(stopping), timeout=5)
+    assert lane_passes == len(keys)
+    assert peak <= 4
+
+
+async def test_a_job_event_leaves_a_key_in_the_lane_and_another_change_serves_it() -> None:
+    order: list[Key] = []
+    owed: set[Key] = set()
+    stopping, release = asyncio.Event(), asyncio.Event()
+    a, busy = ("ns", "a"), ("busy", "x")
+    dispatcher: Dispatcher
+
+    async def reconcile(key: Key) -> datetime | None:
+        order.append(key)
+        if key == busy:  # a due pass holding the only slot: the lane stays closed
+            await release.wait()
+        elif order.count(a) == 1:
+            owed.add(a)
+            dispatcher.touch(busy)
+        else:
+            owed.discard(a)
+            stopping.set()
+        return None
+
+    dispatcher = Dispatcher(reconcile=reconcile, max_concurrency=1, clock=lambda: T0, owes_write=owed.__contains__)
+    dispatcher.touch(a)
+    run = asyncio.create_task(dispatcher.run(stopping))
+    await _until(lambda: order == [a, busy])
+    assert a in dispatcher._lane
+    dispatcher.touch(a, soft=True)  # one of its Jobs changed: it stays in the lane
+    assert a in dispatcher._lane and a not in dispatcher.index
+    dispatcher.touch(a)  # the object itself changed: served with the due keys
+    assert a in dispatcher.index
+    release.set()
+    await asyncio.wait_for(run, timeout=2)
+    assert order == [a, busy, a]
+    assert a not in dispatcher._lane
+
+
+async def test_a_key_that_waited_too_long_in_the_lane_is_served_with_the_due_keys() -> None:
+    clock = [T0]
+    passes = Passes(done=lambda order: False)
+    dispatcher = Dispatcher(reconcile=passes, max_concurrency=4, clock=lambda: clock[0], owes_write=passes.owes)
+    dispatcher._lane[("ns", "late")] = T0
+    passes.owed.add(("ns", "late"))
+    passes.order.append(("ns", "late"))  # as if its first pass ran
+    for i in range(3):  # due work keeps coming: the lane never opens on its own
+        dispatcher.queue.push(("other", f"k{i}"))
+    clock[0] = T0 + LANE_MAX_WAIT
+    run = asyncio.create_task(dispatcher.run(passes.stopping))
+    await _until(lambda: passes.order.count(("ns", "late")) == 2)
+    passes.stopping.set()
+    await asyncio.wait_for(run, timeout=2)
+
+
+async def test_a_failed_pass_backs_off_instead_of_entering_the_lane() -> None:
+    stopping = asyncio.Event()
+
+    async def reconcile(key: Key) -> datetime | None:
+        stopping.set()
+        raise RuntimeError("boom")
+
+    dispatcher = Dispatcher(reconcile=reconcile, max_concurrency=1, clock=lambda: T0, owes_write=lambda key: True)
+    dispatcher.touch(("ns", "a"))
+    await asyncio.wait_for(dispatcher.run(stopping), timeout=2)
+    await asyncio.sleep(0)
+    assert ("ns", "a") not in dispatcher._lane
+    assert dispatcher.index.next_due() == T0 + timedelta(seconds=1)
+
+
+async def test_a_forgotten_key_leaves_the_lane() -> None:
+    dispatcher = Dispatcher(reconcile=Passes(done=lambda order: True), max_concurrency=1, clock=lambda: T0)
+    dispatcher._lane[("ns", "a")] = T0
+    dispatcher.forget(("ns", "a"))
+    assert ("ns", "a") not in dispatcher._lane
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 2.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.005)
