@@ -131,10 +131,18 @@ class Harness:
         self.sandbox.restart_component(component, down=down)
         self.faults[f"restart {component}"] += 1
 
-    def wait(self, predicate: Callable[[], Any], timeout: float, message: str) -> Any:
-        return self.cluster.wait_for(predicate, timeout=timeout, message=message, interval=0.5)
+    def wait(self, predicate: Callable[[], Any], timeout: float, message: str, interval: float = 0.5) -> Any:
+        return self.cluster.wait_for(predicate, timeout=timeout, message=message, interval=interval)
 
     # -- the end -------------------------------------------------------------------------------------
+
+    def finish(self, scenario: str, *, zombie: tuple[str, float] | None = None) -> None:
+        """Quiesce, then the auditor's proof for SCENARIO: clean, nothing duplicated or lost, something ran."""
+        self.quiesce()
+        report = self.report(scenario, zombie=zombie)
+        report.assert_clean()
+        assert report.duplicated == 0 and report.lost == 0
+        assert report.started > 0
 
     def settle(self, until: datetime, timeout: float = 90.0) -> None:
         """Poll until every ScheduledJob handled every nominal time up to UNTIL (cursor >= it); a suspended one

@@ -26,14 +26,6 @@ def _run_for(seconds: float) -> None:
     time.sleep(seconds)  # schedule time passing (not a condition)
 
 
-def _finish(h: Harness, scenario: str, *, zombie: tuple[str, float] | None = None) -> None:
-    h.quiesce()
-    report = h.report(scenario, zombie=zombie)
-    report.assert_clean()
-    assert report.duplicated == 0 and report.lost == 0
-    assert report.started > 0
-
-
 def test_sigkill_of_the_acting_replica_at_random_moments(harness: Harness) -> None:
     h = harness
     fleet = h.fleet(3)
@@ -47,7 +39,7 @@ def test_sigkill_of_the_acting_replica_at_random_moments(harness: Harness) -> No
         fleet.wait_for_holder(timeout=60, other_than=leader.identity)
         leader.start()
     _run_for(4)
-    _finish(h, "sigkill")
+    h.finish("sigkill")
 
 
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "claim-first"])
@@ -99,7 +91,7 @@ def test_crash_between_claim_and_create_is_recovered_exactly_once(harness: Harne
         jobs = [j for j in h.watch.snapshot() if j.name == name]
         assert len(jobs) <= 1, jobs
         assert all(job.token_term != "0-0" for job in jobs), "created by a later holder (the Lease changed hands)"
-    _finish(h, "crash-after-reservation" if prepared else "crash-after-claim")
+    h.finish("crash-after-reservation" if prepared else "crash-after-claim")
 
 
 def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> None:
@@ -182,7 +174,7 @@ def test_a_stopped_leader_writes_nothing_after_it_resumes(harness: Harness) -> N
     assert any(r.resource == "leases" for r in log), "the resumed replica talks to the API server again"
     h.faults[f"stale Job creates refused by the API server: {len(refused)} of {held} held"] += 1
     assert not [sj["metadata"]["name"] for sj in h.scheduled_jobs() if (sj.get("status") or {}).get("deadLetters")]
-    _finish(h, "sigstop-zombie", zombie=(stale, stopped_at))
+    h.finish("sigstop-zombie", zombie=(stale, stopped_at))
 
 
 def _until(predicate: Callable[[], bool], timeout: float, message: str) -> None:
@@ -215,7 +207,7 @@ def test_control_plane_restart(harness: Harness, component: str) -> None:
         _run_for(h.random.uniform(4.0, 8.0))
         h.restart(component, down=3.0)
     _run_for(6)
-    _finish(h, f"restart-{component}")
+    h.finish(f"restart-{component}")
 
 
 def test_whole_fleet_down_then_back_catches_up_per_policy(harness: Harness) -> None:
@@ -273,5 +265,5 @@ def test_api_errors_resets_and_latency_through_a_fault_proxy(harness: Harness) -
     _run_for(40)
     h.proxy.clear_faults()
     _run_for(4)
-    _finish(h, "proxy-faults")
+    h.finish("proxy-faults")
     assert sum(h.proxy.injected.values()) > 20, h.proxy.injected

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,23 +28,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.chaos, pytest.mark.timeout(300)]
 EVERY_2S = "*/2 * * * * *"
 EVERY_5S = "*/5 * * * * *"
 PREPARED = 'sundial_reconciles_total{outcome="prepared"}'
-
-
-def _finish(h: Harness, scenario: str, *, zombie: tuple[str, float] | None = None) -> None:
-    h.quiesce()
-    report = h.report(scenario, zombie=zombie)
-    report.assert_clean()
-    assert report.duplicated == 0 and report.lost == 0
-    assert report.started > 0
-
-
-def _until(predicate: Callable[[], Any], timeout: float, message: str, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {message}")
-        time.sleep(interval)
-    return found
 
 
 def _time(text: str | None) -> datetime | None:
@@ -90,7 +72,7 @@ def test_a_crash_between_a_prepared_create_and_its_status_write_is_recorded_once
             if job.controller_uid in known and job.name not in known[job.controller_uid]
         ]
 
-    orphans = _until(unrecorded, 10, "the crashed replica's last Job, which its status does not record")
+    orphans = h.wait(unrecorded, 10, "the crashed replica's last Job, which its status does not record", 0.05)
     standby.start()
     crasher.env.pop("SUNDIAL_TEST_CRASH_AFTER_CREATE")
     crasher.start()
@@ -100,12 +82,12 @@ def test_a_crash_between_a_prepared_create_and_its_status_write_is_recorded_once
         statuses = {sj["metadata"]["uid"]: sj.get("status") or {} for sj in h.scheduled_jobs()}
         return all(job.name in _recorded(statuses[str(job.controller_uid)]) for job in orphans)
 
-    _until(recorded_all, 60, "the next holder records the orphaned Jobs' runs", interval=0.5)
+    h.wait(recorded_all, 60, "the next holder records the orphaned Jobs' runs", interval=0.5)
     for job in orphans:
         same = [j for j in h.watch.snapshot() if (j.scheduled_time, j.attempt) == (job.scheduled_time, job.attempt)
                 and j.controller_uid == job.controller_uid]  # fmt: skip
         assert [j.uid for j in same] == [job.uid], f"the orphaned run got another Job: {same}"
-    _finish(h, "crash-after-prepared-create")
+    h.finish("crash-after-prepared-create")
 
 
 def test_a_failover_in_the_middle_of_a_herd_runs_every_object_once(harness: Harness) -> None:
@@ -128,7 +110,7 @@ def test_a_failover_in_the_middle_of_a_herd_runs_every_object_once(harness: Harn
         def of_instant(at: datetime = instant) -> list[SeenJob]:
             return [job for job in h.watch.snapshot() if job.scheduled_time == at]
 
-        _until(lambda: len(of_instant()) >= 3, 45, "the herd's first Jobs", interval=0.02)
+        h.wait(lambda: len(of_instant()) >= 3, 45, "the herd's first Jobs", interval=0.02)
         holder.kill()
         h.faults["SIGKILL of the holder in a herd"] += 1
         if len(of_instant()) < count:
@@ -138,10 +120,10 @@ def test_a_failover_in_the_middle_of_a_herd_runs_every_object_once(harness: Harn
         raise AssertionError("the kill never landed inside a herd")
     fleet.wait_for_holder(timeout=60, other_than=holder.identity)
     holder.start()
-    jobs = _until(lambda: len(of_instant()) >= count and of_instant(), 60, "every object's Job of that instant", 0.5)
+    jobs = h.wait(lambda: len(of_instant()) >= count and of_instant(), 60, "every object's Job of that instant", 0.5)
     by_token = sorted({job.token_term for job in jobs})
     h.faults[f"that instant's {count} Jobs by token: {', '.join(by_token)}"] += 1
-    _finish(h, "failover-mid-herd")
+    h.finish("failover-mid-herd")
 
 
 def test_a_zombie_holding_reservations_writes_nothing_and_its_runs_are_claimed_anew(harness: Harness) -> None:
@@ -162,7 +144,7 @@ def test_a_zombie_holding_reservations_writes_nothing_and_its_runs_are_claimed_a
         ours = len(found) == len(names) and all(r.get("fencingToken", "").startswith(f"{term}-") for r in found)
         return (holder, term) if ours and fleet.lease().get("holderIdentity") == holder.identity else None
 
-    zombie, stale = _until(reserved_by_holder, 60, "every object reserved under the holder's token", 0.5)
+    zombie, stale = h.wait(reserved_by_holder, 60, "every object reserved under the holder's token", 0.5)
     stopped_at = time.time()
     zombie.signal(signal.SIGSTOP)
     h.faults["SIGSTOP of a holder with reservations"] += 1
@@ -175,7 +157,7 @@ def test_a_zombie_holding_reservations_writes_nothing_and_its_runs_are_claimed_a
             for name in names
         )  # fmt: skip
 
-    _until(claimed_anew, 60, f"{successor.identity} running every object under its own token", interval=0.5)
+    h.wait(claimed_anew, 60, f"{successor.identity} running every object under its own token", interval=0.5)
     resumed_at = time.time()
     zombie.signal(signal.SIGCONT)
     time.sleep(8)  # the resumed replica's loops run (it must notice its lost lease, not write)
@@ -185,7 +167,7 @@ def test_a_zombie_holding_reservations_writes_nothing_and_its_runs_are_claimed_a
     regained = min((r.at for r in log if r.method == "PUT" and lease in r.path and r.status == 200), default=1e18)
     decided = [r for r in log if r.at < regained and r.is_write and r.resource != "leases" and r.opened >= resumed_at]
     assert not decided, f"the zombie wrote after it resumed: {decided[:5]}"
-    _finish(h, "zombie-reservations", zombie=(stale, stopped_at))
+    h.finish("zombie-reservations", zombie=(stale, stopped_at))
 
 
 def test_a_spec_edit_and_a_suspend_between_reservation_and_instant(harness: Harness) -> None:
@@ -209,7 +191,7 @@ def test_a_spec_edit_and_a_suspend_between_reservation_and_instant(harness: Harn
         (at,) = times
         return at if at is not None and (at - utcnow()).total_seconds() >= 5 else None
 
-    instant = _until(common_reservation, 60, "one instant reserved by all three, at least 5 s ahead", 0.5)
+    instant = h.wait(common_reservation, 60, "one instant reserved by all three, at least 5 s ahead", 0.5)
     template = h.cluster.job_manifest("x")["spec"]
     template["template"]["metadata"]["labels"]["sundial.dev/e2e-edited"] = "yes"
     h.cluster.kubectl("patch", "scheduledjob", edited, "-n", h.namespace, "--type", "merge",
@@ -221,8 +203,8 @@ def test_a_spec_edit_and_a_suspend_between_reservation_and_instant(harness: Harn
     def of(name: str) -> list[SeenJob]:
         return [j for j in h.watch.snapshot() if j.name.startswith(f"{name}-") and j.scheduled_time == instant]
 
-    _until(lambda: of(edited) and of(plain), 30, "the instant's Jobs of the edited and the plain object", 0.2)
-    _until(lambda: utcnow() > instant + timedelta(seconds=3), 30, "the instant passed")
+    h.wait(lambda: of(edited) and of(plain), 30, "the instant's Jobs of the edited and the plain object", 0.2)
+    h.wait(lambda: utcnow() > instant + timedelta(seconds=3), 30, "the instant passed", 0.05)
     assert len(of(edited)) == 1 and len(of(plain)) == 1 and of(suspended) == []
     job = h.cluster.get_json("job", of(edited)[0].name, "-n", h.namespace) or {}
     labels = ((job.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}
@@ -230,4 +212,4 @@ def test_a_spec_edit_and_a_suspend_between_reservation_and_instant(harness: Harn
     assert not [j for j in h.watch.snapshot() if j.name.startswith(f"{suspended}-") and j.scheduled_time
                 and j.scheduled_time >= instant], "the suspended object ran"  # fmt: skip
     assert _prepared(replica.metrics()) > 0, "no run was ever created under its reservation"
-    _finish(h, "edit-and-suspend-before-the-instant")
+    h.finish("edit-and-suspend-before-the-instant")
