@@ -8,9 +8,10 @@ queued again as soon as the running pass ends.
 
 The low-priority lane (DESIGN §7.5) holds the keys whose last pass left a status write that may wait
 (``owes_write``: a prepared run whose Job was created at its instant, a reservation to write). They are served,
-oldest first and with at most half the concurrency at once, only when no due key waits and at most an eighth
-of the concurrency is in due passes - after the creates of the instant - or once they have waited
-:data:`LANE_MAX_WAIT`. A Job
+oldest first and with at most half the concurrency at once, only when no due key waits and no due pass runs -
+after the last create of the instant has its answer, so the lane's status writes never compete with a herd's
+tail at the API server (docs/benchmarks.md measured them at 17% of its CPU there when the lane opened with an
+eighth of the concurrency still in due passes) - or once they have waited :data:`LANE_MAX_WAIT`. A Job
 event (a ``soft`` touch) of a key in the lane leaves it there: its lane pass sees the change (often the Job's
 completion, written in the same write). Any other change, and the key's own wake-up, serve it at once.
 """
@@ -35,10 +36,8 @@ logger = logging.getLogger(__name__)
 MAX_SLEEP = 30.0
 #: Backoff after a failed pass (transient API trouble that outlived in-pass retries, a bug).
 ERROR_BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
-#: The lane's passes take at most 1/LANE_SHARE of the concurrency at once...
+#: The lane's passes take at most 1/LANE_SHARE of the concurrency at once (and start only while no due pass runs).
 LANE_SHARE = 2
-#: ... and start only while at most 1/LANE_OPEN_SHARE of it is in due passes (the tail of an instant's creates).
-LANE_OPEN_SHARE = 8
 #: A key waits in the lane at most this long; then it is served with the due keys.
 LANE_MAX_WAIT = timedelta(seconds=10)
 
@@ -71,7 +70,6 @@ class Dispatcher:
         self._lane: dict[Key, datetime] = {}
         """Keys in the low-priority lane, oldest first, with the time they entered it."""
         self._lane_slots = max(1, max_concurrency // LANE_SHARE)
-        self._lane_opens_below = max(1, max_concurrency // LANE_OPEN_SHARE)
         self._lane_running = 0
         self._failures: dict[Key, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -131,18 +129,19 @@ class Dispatcher:
 
     def _promote(self, now: datetime) -> None:
         """Lane keys that waited :data:`LANE_MAX_WAIT` are served with the due keys."""
-        for key, since in list(self._lane.items()):
+        while self._lane:  # oldest first: stop at the first that has not waited long enough
+            key, since = next(iter(self._lane.items()))
             if now - since < LANE_MAX_WAIT:
                 return
             del self._lane[key]
             self.queue.push(key, priority=self._priority_of(key))
 
     def _lane_open(self) -> bool:
-        """The lane may start a pass: no due key waits, few due passes run, a lane slot and a slot are free."""
+        """The lane may start a pass: no due key waits, no due pass runs, a lane slot and a slot are free."""
         due_running = len(self._inflight) - self._lane_running
         return (
             not len(self.queue)
-            and due_running <= self._lane_opens_below
+            and due_running == 0
             and self._lane_running < self._lane_slots
             and not self._slots.locked()
         )

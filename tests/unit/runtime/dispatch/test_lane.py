@@ -158,3 +158,38 @@ async def _until(condition: Callable[[], bool], timeout: float = 2.0) -> None:
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
         await asyncio.sleep(0.005)
+
+
+async def test_the_lane_waits_for_the_last_due_pass_of_the_moment() -> None:
+    """One due pass still running (its Job POST waits for the API server) keeps every owed write back, however
+    much concurrency is free: the lane's status writes never compete with a herd's tail."""
+    order: list[Key] = []
+    owed: set[Key] = set()
+    stopping, release = asyncio.Event(), asyncio.Event()
+    owing, slow = [("ns", f"owes-{i}") for i in range(4)], ("ns", "slow")
+
+    async def reconcile(key: Key) -> datetime | None:
+        order.append(key)
+        if key == slow:
+            await release.wait()
+        elif order.count(key) == 1:
+            owed.add(key)
+        else:
+            owed.discard(key)
+            if not owed:
+                stopping.set()
+        return None
+
+    dispatcher = Dispatcher(reconcile=reconcile, max_concurrency=64, clock=lambda: T0, owes_write=owed.__contains__)
+    for key in owing:
+        dispatcher.touch(key)
+    dispatcher.touch(slow)
+    run = asyncio.create_task(dispatcher.run(stopping))
+    await _until(lambda: len(order) == 5 and all(key in dispatcher._lane for key in owing))
+    for _ in range(20):  # the loop turns while the slow pass runs: the lane stays shut
+        dispatcher._wakeup.set()
+        await asyncio.sleep(0.001)
+    assert [key for key in order if key in owing] == owing, "no lane pass while a due pass runs"
+    release.set()
+    await asyncio.wait_for(run, timeout=2)
+    assert sorted(order[5:]) == sorted(owing)
