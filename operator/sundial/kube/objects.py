@@ -12,7 +12,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from sundial import model
-from sundial.kube import codec, errors, jobdeletes, requests, results
+from sundial.kube import codec, errors, jobdeletes, requests, results, wire
 from sundial.kube.ownership import controller_uid, same_attempt
 from sundial.model import names
 
@@ -73,6 +73,7 @@ class ObjectsApi:
         self._batch: Any = client.BatchV1Api(api_client)
         self._core: Any = client.CoreV1Api(api_client)
         self._custom: Any = client.CustomObjectsApi(api_client)
+        self._wire: Any = wire.Wire(api_client)
 
     # ScheduledJobs -----------------------------------------------------------------------------------
 
@@ -154,15 +155,12 @@ class ObjectsApi:
                 verb="patch",
                 resource=f"{model.resource.PLURAL}/status",
                 request=lambda: raw_json(
-                    self._custom.patch_namespaced_custom_object_status(
-                        *_SJ,
-                        namespace,
-                        model.resource.PLURAL,
-                        name,
+                    self._wire.send(
+                        "PATCH",
+                        wire.path("apis", *_SJ, "namespaces", namespace, model.resource.PLURAL, name, "status"),
                         body,
-                        _content_type="application/merge-patch+json",
-                        _request_timeout=requests.REQUEST_TIMEOUT,
-                        _preload_content=False,
+                        content_type=wire.MERGE_PATCH,
+                        timeout=requests.REQUEST_TIMEOUT,
                     )
                 ),
             )
@@ -239,8 +237,11 @@ class ObjectsApi:
                 resource="jobs",
                 ok=201,
                 request=lambda: raw_json(
-                    self._batch.create_namespaced_job(
-                        namespace, dict(manifest), _request_timeout=requests.REQUEST_TIMEOUT, _preload_content=False
+                    self._wire.send(
+                        "POST",
+                        wire.path("apis", "batch", "v1", "namespaces", namespace, "jobs"),
+                        manifest,
+                        timeout=requests.REQUEST_TIMEOUT,
                     )
                 ),
             )

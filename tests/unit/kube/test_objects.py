@@ -64,13 +64,15 @@ async def _returning(response: _Response) -> _Response:
     return response
 
 
-class _Creator:
+class _Wire:
+    """Records what :class:`sundial.kube.wire.Wire` is asked to send and answers with RESPONSE."""
+
     def __init__(self, response: _Response) -> None:
         self.response = response
-        self.kwargs: dict[str, Any] = {}
+        self.calls: list[tuple[str, str, Any, dict[str, Any]]] = []
 
-    async def create_namespaced_job(self, namespace: str, body: dict[str, Any], **kwargs: Any) -> _Response:
-        self.kwargs = kwargs
+    async def send(self, method: str, api_path: str, body: Any, **kwargs: Any) -> _Response:
+        self.calls.append((method, api_path, body, kwargs))
         return self.response
 
 
@@ -100,16 +102,17 @@ async def test_raw_json_raises_the_generated_clients_exception_with_the_status_b
 
 async def test_create_job_asks_for_the_raw_body_and_returns_it_unchanged() -> None:
     api, _ = _api()
-    creator = _Creator(_Response(201, b'{"metadata": {"name": "j", "creationTimestamp": "2026-01-01T00:00:00Z"}}'))
-    api._batch = creator
+    sent = _Wire(_Response(201, b'{"metadata": {"name": "j", "creationTimestamp": "2026-01-01T00:00:00Z"}}'))
+    api._wire = sent
     created = await api.create_job(namespace="ns", manifest={"metadata": {"name": "j"}}, owner_uid="u")
     assert created == results.Created(body={"metadata": {"name": "j", "creationTimestamp": "2026-01-01T00:00:00Z"}})
-    assert creator.kwargs["_preload_content"] is False
+    assert sent.calls == [("POST", "/apis/batch/v1/namespaces/ns/jobs", {"metadata": {"name": "j"}}, {"timeout": 10.0})]
+    assert sent.response.released
 
 
 async def test_create_job_maps_a_server_side_transient_error() -> None:
     api, _ = _api()
-    api._batch = _Creator(_Response(503, b'{"kind": "Status", "code": 503, "reason": "ServiceUnavailable"}'))
+    api._wire = _Wire(_Response(503, b'{"kind": "Status", "code": 503, "reason": "ServiceUnavailable"}'))
     try:
         await api.create_job(namespace="ns", manifest={"metadata": {"name": "j"}}, owner_uid="u")
     except errors.TransientError as error:
@@ -170,39 +173,30 @@ async def test_patch_event_of_an_expired_event_is_gone() -> None:
     assert await api.patch_event(namespace="ns", name="e", count=2, last_timestamp=last, message="m") == results.Gone()
 
 
-class _Custom:
-    def __init__(self, response: _Response) -> None:
-        self.response = response
-        self.kwargs: dict[str, Any] = {}
-        self.args: tuple[Any, ...] = ()
-
-    def patch_namespaced_custom_object_status(self, *args: Any, **kwargs: Any) -> Any:
-        self.args, self.kwargs = args, kwargs
-        return _returning(self.response)
-
-
 async def test_write_status_reads_the_raw_json_answer_without_model_objects() -> None:
     api, _ = _api()
-    custom = _Custom(_Response(200, b'{"metadata": {"resourceVersion": "8"}, "status": {"active": []}}'))
-    api._custom = custom
+    sent = _Wire(_Response(200, b'{"metadata": {"resourceVersion": "8"}, "status": {"active": []}}'))
+    api._wire = sent
     written = await api.write_status(namespace="ns", name="sj", resource_version="7", status={"active": []})
     assert isinstance(written, results.Written)
     assert written.body == {"metadata": {"resourceVersion": "8"}, "status": {"active": []}}
-    assert custom.kwargs["_preload_content"] is False
-    assert custom.response.released
+    assert [call[:2] for call in sent.calls] == [
+        ("PATCH", "/apis/sundial.dev/v1alpha1/namespaces/ns/scheduledjobs/sj/status")
+    ]
+    assert sent.response.released
 
 
 async def test_write_status_is_a_merge_patch_of_the_owned_fields_with_a_resource_version_precondition() -> None:
     """Fields this version does not know are absent from the patch (the API server keeps them); owned fields
     the new status lacks are nulled (removed); the resourceVersion makes the patch a compare-and-set."""
     api, _ = _api()
-    custom = _Custom(_Response(200, b"{}"))
-    api._custom = custom
+    sent = _Wire(_Response(200, b"{}"))
+    api._wire = sent
     status = {"active": [{"scheduledTime": "2026-03-01T02:00:00Z", "futureKey": 1}], "fencingToken": "0-3"}
     await api.write_status(namespace="ns", name="sj", resource_version="7", status=status)
-    *_, name, body = custom.args
-    assert name == "sj"
-    assert custom.kwargs["_content_type"] == "application/merge-patch+json"
+    [(_, api_path, body, kwargs)] = sent.calls
+    assert api_path.endswith("/scheduledjobs/sj/status")
+    assert kwargs["content_type"] == "application/merge-patch+json"
     assert body["metadata"] == {"resourceVersion": "7"}
     assert body["status"]["active"] == status["active"] and body["status"]["fencingToken"] == "0-3"
     assert body["status"]["lastHandledBackfill"] is None and body["status"]["backfills"] is None
@@ -212,11 +206,11 @@ async def test_write_status_is_a_merge_patch_of_the_owned_fields_with_a_resource
 
 async def test_write_status_conflict_and_gone_are_typed() -> None:
     api, _ = _api()
-    api._custom = _Custom(_Response(409, b'{"reason": "Conflict"}', "Conflict"))
+    api._wire = _Wire(_Response(409, b'{"reason": "Conflict"}', "Conflict"))
     assert isinstance(
         await api.write_status(namespace="ns", name="sj", resource_version="7", status={}), results.Conflict
     )
-    api._custom = _Custom(_Response(404, b'{"reason": "NotFound"}', "Not Found"))
+    api._wire = _Wire(_Response(404, b'{"reason": "NotFound"}', "Not Found"))
     assert isinstance(await api.write_status(namespace="ns", name="sj", resource_version="7", status={}), results.Gone)
 
 
@@ -231,7 +225,7 @@ async def test_an_existing_job_is_adopted_only_when_it_is_this_runs_attempt() ->
 
     async def outcome(found: dict[str, str]) -> results.CreateResult:
         api, _ = _api()
-        api._batch = _Creator(_Response(409, b'{"kind": "Status", "code": 409, "reason": "AlreadyExists"}'))
+        api._wire = _Wire(_Response(409, b'{"kind": "Status", "code": 409, "reason": "AlreadyExists"}'))
         existing = {"metadata": {"name": "j", "ownerReferences": owner, "annotations": found}}
 
         async def get_job(**_: Any) -> dict[str, Any]:
