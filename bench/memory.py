@@ -276,7 +276,8 @@ class Operator:
         self.passes = 0
         self.settings = informers.operator_settings()
         wired: dict[str, Any] = {"configuration": None, "on_scheduled_job": self.on_scheduled_job}
-        wired["on_job"] = self.on_job
+        if "on_job" in inspect.signature(informers.registry).parameters:
+            wired["on_job"] = self.on_job  # kopf watched the Jobs before they had their own informer
         if "on_calendar" in inspect.signature(informers.registry).parameters:
             wired["on_calendar"] = self.on_calendar  # required since ScheduleCalendars are watched
         self.registry = informers.registry(**wired)

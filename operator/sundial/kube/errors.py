@@ -226,6 +226,16 @@ def _class_of(status: Status) -> type[KubeError]:
     return _FINAL.get(status.code, KubeError)
 
 
+def from_status(status: dict[str, Any]) -> KubeError:
+    """The error a Status object names (a watch stream's ``ERROR`` event carries one instead of an HTTP code)."""
+    read = Status(
+        code=int(status.get("code") or 0),
+        reason=str(status.get("reason") or ""),
+        message=redact(str(status.get("message") or "")),
+    )
+    return _class_of(read)(code=read.code, reason=read.reason, message=read.message)
+
+
 def classify(error: BaseException) -> KubeError | None:
     """Map a failure to the :class:`KubeError` subclass its callers catch; None if it is not an API one."""
     if isinstance(error, ApiException):

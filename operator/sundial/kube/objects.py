@@ -56,13 +56,19 @@ async def raw_json(pending: Awaitable[Any]) -> dict[str, Any]:
         data = await response.read()
     finally:
         response.release()
-    if not 200 <= response.status <= 299:
-        error = ApiException(status=response.status, reason=response.reason)
-        error.body = data.decode("utf-8", errors="replace")  # as the generated client leaves it
-        error.headers = response.headers
-        raise error
+    raise_for(response, data)
     body: dict[str, Any] = codec.loads(data) if data else {}
     return body
+
+
+def raise_for(response: Any, data: bytes) -> None:
+    """Raise the generated client's :class:`ApiException` for a non-2xx RESPONSE whose body is DATA."""
+    if not 200 <= response.status <= 299:
+        error = ApiException(status=response.status, reason=response.reason)
+        text: Any = data.decode("utf-8", errors="replace")  # as the generated client leaves it (a str)
+        error.body = text
+        error.headers = response.headers
+        raise error
 
 
 class ObjectsApi:

@@ -37,12 +37,22 @@ class Wire:
         self._client = api_client
 
     async def send(
-        self, method: str, api_path: str, body: Mapping[str, Any], *, content_type: str = JSON, timeout: float
+        self,
+        method: str,
+        api_path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        content_type: str = JSON,
+        timeout: float | aiohttp.ClientTimeout,
+        query: Mapping[str, str] | None = None,
     ) -> aiohttp.ClientResponse:
+        """Send; the answer's headers are read, its body is not (a watch streams it). TIMEOUT: seconds for
+        the whole request, or an aiohttp timeout (a watch's: no total, a bound on each read)."""
         client = self._client
         headers: dict[str, str] = dict(client.default_headers)
         headers["Accept"] = JSON
-        headers["Content-Type"] = content_type
+        if body is not None:
+            headers["Content-Type"] = content_type
         await client.update_params_for_auth(headers, [], ["BearerToken"])
         rest = client.rest_client
         extra: dict[str, Any] = {}
@@ -52,11 +62,14 @@ class Wire:
             extra["proxy_headers"] = rest.proxy_headers
         if getattr(rest, "server_hostname", None):
             extra["server_hostname"] = rest.server_hostname
+        if body is not None:
+            extra["data"] = orjson.dumps(body)
+        if query:
+            extra["params"] = dict(query)
         return await compat.session_of(client).request(
             method,
             client.configuration.host + api_path,
-            data=orjson.dumps(body),
             headers=headers,
-            timeout=aiohttp.ClientTimeout(total=timeout),
+            timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=timeout),
             **extra,
         )

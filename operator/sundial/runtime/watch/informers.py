@@ -1,14 +1,12 @@
 """kopf as the informer and process frame only (DESIGN §7).
 
-* Three ``@kopf.on.event`` handlers (ScheduledJobs; ScheduleCalendars; Jobs labelled
-  ``sundial.dev/scheduledjob``) feed the store and return None. No changing handlers, daemons, timers
+* Two ``@kopf.on.event`` handlers (ScheduledJobs; ScheduleCalendars) feed the store and return None. The Jobs
+  are watched by :mod:`sundial.runtime.watch.listwatch` (kopf's per-event machinery cost more than planning in
+  a herd). No changing handlers, daemons, timers
   or mandatory deletion handlers exist, so kopf never computes a diff-base, stores progress, or adds a
   finalizer: in kopf 1.45 ``process_resource_causes`` only patches an object for changing/spawning
   causes; a registry with only watching handlers leaves the object untouched (and would even remove a
   stale kopf finalizer).
-* The Job label selector is sent to the API server (``settings.watching.label_selectors``: kopf 1.45
-  adds it as ``labelSelector`` to both the initial LIST and the WATCH). The handler's own ``labels=``
-  filter is client-side only in kopf, so it is kept merely as a second guard.
 * Event posting is off (``settings.posting.enabled = False``): kopf posts no log lines as Events; our
   Events are explicit API calls. Peering is off (standalone): Leases coordinate replicas.
 * Cluster scanning is off (``settings.scanning.disabled = True``): kopf would otherwise LIST/WATCH
@@ -36,7 +34,6 @@ import kopf
 
 from sundial import model
 from sundial.kube import codec, compat
-from sundial.model import names
 
 logger = logging.getLogger(__name__)
 
@@ -99,14 +96,13 @@ ERROR_BACKOFFS = (1.0, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 30.0, 30.0, 30.0, 30
 
 
 def operator_settings() -> Any:
-    """kopf settings: no Event posting, no peering, no cluster scanning, server-side Job label selector."""
+    """kopf settings: no Event posting, no peering, no cluster scanning."""
     settings = kopf.OperatorSettings()
     settings.posting.enabled = False
     settings.posting.loggers = False
     settings.peering.standalone = True
     settings.peering.mandatory = False
     settings.scanning.disabled = True
-    settings.watching.label_selectors["batch", "v1", "jobs"] = names.SCHEDULED_JOB_LABEL
     settings.watching.inactivity_timeout = 70.0
     # Memory at scale (RSS keeps its high-water mark, so transient peaks stay; docs/benchmarks.md has the
     # numbers): kopf's initial LIST in pages instead of one response holding every object at once.
@@ -129,11 +125,10 @@ def registry(
     *,
     configuration: Any,
     on_scheduled_job: EventFn,
-    on_job: EventFn,
     on_calendar: EventFn,
     on_login: Callable[[], None] = lambda: None,
 ) -> Any:
-    """A fresh kopf registry (no module-level handlers) with the login and the three event handlers."""
+    """A fresh kopf registry (no module-level handlers) with the login and the two event handlers."""
     reg = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=reg)
@@ -149,9 +144,5 @@ def registry(
     @kopf.on.event(model.resource.GROUP, model.resource.VERSION, model.calendars.CALENDAR_PLURAL, registry=reg)
     async def schedule_calendar_event(event: Mapping[str, Any], **_: Any) -> None:
         on_calendar(event.get("type"), event.get("object") or {})
-
-    @kopf.on.event("batch", "v1", "jobs", labels={names.SCHEDULED_JOB_LABEL: kopf.PRESENT}, registry=reg)
-    async def job_event(event: Mapping[str, Any], **_: Any) -> None:
-        on_job(event.get("type"), event.get("object") or {})
 
     return reg

@@ -1,4 +1,5 @@
-"""kopf is wired as an informer only: server-side Job selector, no changing handlers, no posting, no peering."""
+"""kopf is wired as an informer only (ScheduledJobs and ScheduleCalendars; the Jobs have their own informer):
+no changing handlers, no posting, no peering."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from typing import Any
 import kopf
 from kopf._cogs.structs import references
 
-from sundial.model import names
 from sundial.runtime.watch import informers
 
 JOBS = references.Resource("batch", "v1", "jobs", kind="Job", singular="job", namespaced=True, verbs=["list", "watch"])
@@ -21,10 +21,11 @@ CALENDARS = references.Resource(
 )  # fmt: skip
 
 
-def test_jobs_are_selected_by_label_on_the_server_and_scheduled_jobs_are_not_filtered() -> None:
+def test_kopf_watches_no_jobs_and_filters_no_scheduled_jobs() -> None:
     settings = informers.operator_settings()
-    assert list(settings.watching.label_selectors.collect(JOBS)) == [names.SCHEDULED_JOB_LABEL]
     assert list(settings.watching.label_selectors.collect(SCHEDULED_JOBS)) == []
+    registry = informers.registry(configuration=None, on_scheduled_job=print, on_calendar=print)
+    assert not registry._watching.has_handlers(resource=JOBS)
 
 
 def test_kopf_does_not_scan_crds_or_namespaces_which_the_shipped_rbac_does_not_grant() -> None:
@@ -52,14 +53,13 @@ def test_only_watching_handlers_so_kopf_never_patches_annotations_or_finalizers(
     registry = informers.registry(
         configuration=None,
         on_scheduled_job=lambda kind, body: seen.append((kind, body)),
-        on_job=lambda kind, body: seen.append((kind, body)),
         on_calendar=lambda kind, body: seen.append((kind, body)),
     )
-    for resource in (JOBS, SCHEDULED_JOBS, CALENDARS):
+    for resource in (SCHEDULED_JOBS, CALENDARS):
         assert registry._watching.has_handlers(resource=resource)
         assert not registry._changing.has_handlers(resource=resource)
         assert not registry._spawning.has_handlers(resource=resource)
-    assert len(registry._watching.get_all_handlers()) == 3
+    assert len(registry._watching.get_all_handlers()) == 2
 
 
 async def test_handlers_hand_the_raw_event_to_the_store_and_return_none() -> None:
@@ -67,12 +67,11 @@ async def test_handlers_hand_the_raw_event_to_the_store_and_return_none() -> Non
     registry = informers.registry(
         configuration=None,
         on_scheduled_job=lambda kind, body: seen.append(("sj", kind)),
-        on_job=lambda kind, body: seen.append(("job", kind)),
         on_calendar=lambda kind, body: seen.append(("calendar", kind)),
     )
     for handler in registry._watching.get_all_handlers():
         assert await handler.fn(event={"type": "ADDED", "object": {}}) is None
-    assert sorted(seen) == [("calendar", "ADDED"), ("job", "ADDED"), ("sj", "ADDED")]
+    assert sorted(seen) == [("calendar", "ADDED"), ("sj", "ADDED")]
 
 
 def test_the_diff_base_essence_is_empty_so_kopf_deep_copies_nothing_per_event() -> None:

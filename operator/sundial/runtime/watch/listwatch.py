@@ -1,0 +1,128 @@
+"""The Jobs' informer: LIST, then WATCH from the list's resourceVersion, every event handed on as it comes.
+
+Sundial's Jobs are the busiest thing it watches: a herd of 2,000 runs is 2,000 ``ADDED`` events and several
+``MODIFIED`` each within seconds. kopf processed each as it processes any event (a worker task and queue per
+object, body wrappers, a logger, cause detection, handler selection and invocation): 23% of the operator's CPU
+in a herd of 2,000, more than its planning (docs/benchmarks.md). This informer does only what the intake needs:
+it decodes each line (orjson) and calls ``on_event(type, body)`` with the same arguments kopf's handler got
+(type ``None`` for a listed object, then ``ADDED``/``MODIFIED``/``DELETED``). ScheduledJobs and
+ScheduleCalendars are still watched by kopf (:mod:`sundial.runtime.watch.informers`).
+
+* One loop per scope (each ``--namespace``, or the whole cluster), with the label selector sent to the API
+  server (only Jobs labelled ``sundial.dev/scheduledjob``).
+* The list is paged (:data:`PAGE_SIZE` per request); the watch starts at the list's resourceVersion, asks for
+  bookmarks and lasts :data:`WATCH_SECONDS`; then the next watch starts where it ended.
+* A watch that breaks (connection, 5xx, nothing at all for :data:`IDLE_SECONDS`) is started again from the last
+  resourceVersion seen after a pause (:data:`BACKOFFS`, reset by any event); 410 ``Expired`` (the version is
+  older than the API server keeps) lists again. A failing LIST is retried with the same pauses, forever: the
+  operator's readiness (:mod:`sundial.runtime.watch.readiness`) waits for the listed Jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sundial.kube import errors
+from sundial.kube.watches import Collection, Watches
+from sundial.model import names
+
+logger = logging.getLogger(__name__)
+
+EventFn = Callable[[str | None, Mapping[str, Any]], None]
+
+JOBS = Collection(("apis", "batch", "v1"), "jobs", label_selector=names.SCHEDULED_JOB_LABEL)
+#: Objects per LIST request.
+PAGE_SIZE = 500
+#: How long one watch request lasts (the API server ends it; the next one starts at once).
+WATCH_SECONDS = 300
+#: A watch with no line at all for this long (the API server sends a bookmark about every minute) is broken.
+IDLE_SECONDS = 90.0
+#: Pauses after consecutive failures (seconds); any event received resets them.
+BACKOFFS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+
+
+class ListWatch:
+    """Lists and watches one :class:`Collection` in each scope, handing every object to ``on_event``."""
+
+    def __init__(
+        self,
+        *,
+        watches: Watches,
+        on_event: EventFn,
+        namespaces: Sequence[str] = (),
+        collection: Collection = JOBS,
+        backoffs: Sequence[float] = BACKOFFS,
+        page_size: int = PAGE_SIZE,
+    ) -> None:
+        self._watches = watches
+        self._on_event = on_event
+        self._scopes: list[str | None] = [*namespaces] or [None]
+        self._collection = collection
+        self._backoffs = backoffs
+        self._page_size = page_size
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        await asyncio.gather(*(self._follow(scope) for scope in self._scopes))
+
+    async def _follow(self, namespace: str | None) -> None:
+        failures = 0
+        version = ""
+        while True:
+            try:
+                if not version:
+                    version = await self._list(namespace)
+                    failures = 0
+                version, progressed = await self._watch(namespace, version)
+                if progressed:
+                    failures = 0
+                continue
+            except errors.GoneError as error:
+                logger.info("%s watch expired (%s): listing again", self._collection.plural, error.reason)
+                version = ""
+                continue
+            except errors.KubeError as error:
+                pause = self._backoffs[min(failures, len(self._backoffs) - 1)]
+                failures += 1
+                logger.warning(
+                    "%s %s failed (again in %.1fs): %s",
+                    self._collection.plural,
+                    "watch" if version else "list",
+                    pause,
+                    error,
+                )
+            await asyncio.sleep(pause)
+
+    async def _list(self, namespace: str | None) -> str:
+        listed = ""
+        async for items, version in self._watches.pages(self._collection, namespace=namespace, limit=self._page_size):
+            listed = version
+            for body in items:
+                self._on_event(None, body)
+        return listed
+
+    async def _watch(self, namespace: str | None, version: str) -> tuple[str, bool]:
+        """Follow one watch request from VERSION; the version to go on from, and whether any event came. A
+        stream that breaks after some events is resumed at once from the last (the API server is answering); one
+        that fails before any raises, and :meth:`_follow` pauses before the next."""
+        progressed = False
+        stream = self._watches.events(
+            self._collection, namespace=namespace, resource_version=version, seconds=WATCH_SECONDS, idle=IDLE_SECONDS
+        )
+        try:
+            async for event in stream:
+                kind = event.get("type")
+                body = event.get("object") or {}
+                version = str((body.get("metadata") or {}).get("resourceVersion") or version)
+                progressed = True
+                if kind != "BOOKMARK":
+                    self._on_event(kind, body)
+        except errors.KubeError as error:
+            if isinstance(error, errors.GoneError) or not progressed:
+                raise
+            # Broken after some events: go on from the last one at once (it is not a failing API server).
+            logger.info("%s watch broke after events (resuming): %s", self._collection.plural, error)
+        return version, progressed
