@@ -81,6 +81,10 @@ class ObjectsApi:
         self._custom: Any = client.CustomObjectsApi(api_client)
         self._wire: Any = wire.Wire(api_client)
 
+    async def warm(self, count: int) -> None:
+        """Open COUNT connections ahead of a burst of requests (:meth:`sundial.kube.wire.Wire.warm`)."""
+        await self._wire.warm(count)
+
     # ScheduledJobs -----------------------------------------------------------------------------------
 
     async def scheduled_job_pages(

@@ -12,6 +12,8 @@ generated client's exception for a non-2xx answer, so classification is unchange
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -21,7 +23,11 @@ import orjson
 
 from sundial.kube import compat
 
+logger = logging.getLogger(__name__)
+
 JSON = "application/json"
+#: What a warm-up asks for: the API server's version, which any client may read and which costs it least.
+WARM_PATH = "/version"
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -73,3 +79,16 @@ class Wire:
             timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=timeout),
             **extra,
         )
+
+    async def warm(self, count: int) -> None:
+        """Have COUNT connections open (TCP and TLS done): COUNT GETs of :data:`WARM_PATH` at once. Outside the
+        rate limiter (they would take tokens from the burst they prepare for); failures only cost the warm-up."""
+
+        async def one() -> None:
+            response = await self.send("GET", WARM_PATH, timeout=10.0)
+            await response.read()
+            response.release()
+
+        failed = [r for r in await asyncio.gather(*(one() for _ in range(count)), return_exceptions=True) if r]
+        if failed:
+            logger.debug("warming %d connections: %d failed (%s)", count, len(failed), failed[0])

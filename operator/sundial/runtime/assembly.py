@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import functools
 import ssl
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -140,7 +140,7 @@ async def build(
         crash_after_create=settings.test_crash_after_create,
         prepared_runs=settings.dispatch.prepared_runs,
     )
-    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store)
+    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store, warm=api.warm)
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
     logged_in = asyncio.Event()
     registry = informers.registry(
@@ -195,10 +195,16 @@ def _fenced(leadership: Leadership, token: str) -> None:
 
 
 def _dispatcher(
-    settings: Settings, reconciler: Reconciler, in_flight: InFlight, metrics: Metrics, store: Store
+    settings: Settings,
+    reconciler: Reconciler,
+    in_flight: InFlight,
+    metrics: Metrics,
+    store: Store,
+    *,
+    warm: Callable[[int], Awaitable[None]],
 ) -> Dispatcher:
     """The one dispatch loop: passes counted in flight, due keys ordered by the priorities the store keeps, the
-    status writes the reconciler owes in the low-priority lane."""
+    status writes the reconciler owes in the low-priority lane, connections warmed before a crowded instant."""
     return Dispatcher(
         reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
         max_concurrency=settings.dispatch.max_concurrency,
@@ -206,6 +212,7 @@ def _dispatcher(
         on_index_size=metrics.passes.due_index_size.set,
         priority_of=store.priority,
         owes_write=reconciler.owes_write,
+        warm=warm,
     )
 
 

@@ -29,7 +29,8 @@ class Recorder:
                 "authorization": request.headers.get("Authorization"),
                 "content_type": request.headers.get("Content-Type"),
                 "accept": request.headers.get("Accept"),
-                "body": orjson.loads(await request.read()),
+                "peer": request.transport.get_extra_info("peername") if request.transport else None,
+                "body": orjson.loads(await request.read() or b"null"),
             }
         )
         answer = {"metadata": {"name": "j", "uid": "u-1", "resourceVersion": "9"}}
@@ -106,3 +107,12 @@ async def test_a_status_write_is_a_merge_patch_and_a_conflict_is_typed(
 
 def test_path_segments_are_quoted() -> None:
     assert wire.path("apis", "batch", "v1", "namespaces", "a/b", "jobs") == "/apis/batch/v1/namespaces/a%2Fb/jobs"
+
+
+async def test_warming_opens_that_many_connections_at_once(served: tuple[Recorder, objects.ObjectsApi]) -> None:
+    recorder, api = served
+    recorder.status = 200
+    await api.warm(5)
+    assert [seen["path"] for seen in recorder.seen] == ["/version"] * 5
+    assert len({seen["peer"] for seen in recorder.seen}) == 5, "one connection each"
+    assert all(seen["authorization"] == "Bearer s3cret" for seen in recorder.seen)

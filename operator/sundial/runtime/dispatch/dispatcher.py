@@ -14,6 +14,10 @@ tail at the API server (docs/benchmarks.md measured them at 17% of its CPU there
 eighth of the concurrency still in due passes) - or once they have waited :data:`LANE_MAX_WAIT`. A Job
 event (a ``soft`` touch) of a key in the lane leaves it there: its lane pass sees the change (often the Job's
 completion, written in the same write). Any other change, and the key's own wake-up, serve it at once.
+
+:data:`WARM_AHEAD` before an instant at which many keys are due, ``warm`` opens as many connections as passes
+will run at once: the instant's Job POSTs then start on open connections (an idle client's close after seconds,
+and a TCP and TLS handshake each cost the operator and the API server CPU at the worst moment).
 """
 
 from __future__ import annotations
@@ -38,10 +42,19 @@ MAX_SLEEP = 30.0
 ERROR_BACKOFF = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 #: The lane's passes take at most 1/LANE_SHARE of the concurrency at once (and start only while no due pass runs).
 LANE_SHARE = 2
-#: A key waits in the lane at most this long; then it is served with the due keys.
-LANE_MAX_WAIT = timedelta(seconds=10)
+#: A key waits in the lane at most this long; then it is served with the due keys. Longer than a herd's tail
+#: (2,000 runs due at once took 12 s at full size: with 10 s here the first runs' writes competed with its last
+#: creates), short enough that ``kubectl get`` shows a run as active soon after its Job.
+LANE_MAX_WAIT = timedelta(seconds=30)
+
+#: Connections are warmed this long before an instant at which many keys are due...
+WARM_AHEAD = timedelta(seconds=1)
+#: ... when at least this many are due within WARM_AHEAD after it (one connection per pass that may run at once).
+WARM_MIN = 16
 
 ReconcileFn = Callable[[Key], Awaitable[datetime | None]]
+WarmFn = Callable[[int], Awaitable[None]]
+"""Opens that many connections to the API server (best effort: it never raises)."""
 
 
 class Dispatcher:
@@ -54,6 +67,7 @@ class Dispatcher:
         on_index_size: Callable[[int], None] = lambda size: None,
         priority_of: Callable[[Key], int] = lambda key: 0,
         owes_write: Callable[[Key], bool] = lambda key: False,
+        warm: WarmFn | None = None,
     ) -> None:
         self._reconcile = reconcile
         self._clock = clock
@@ -73,6 +87,10 @@ class Dispatcher:
         self._lane_running = 0
         self._failures: dict[Key, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._max_concurrency = max_concurrency
+        self._warm = warm
+        self._warmed: datetime | None = None
+        """The due time whose connections were warmed last."""
 
     # Signals from the informers and the leases ---------------------------------------------------
 
@@ -112,6 +130,7 @@ class Dispatcher:
                     self._lane.pop(key, None)
                     await self._start(key, lane=False)
                 await self._serve_lane()
+                self._warm_before(self.index.next_due())
                 self._on_index_size(len(self.index))
                 await self._sleep(stopping)
         finally:
@@ -153,12 +172,27 @@ class Dispatcher:
             if key not in self._inflight:  # else its running pass decides again whether it owes a write
                 await self._start(key, lane=True)
 
+    def _warm_before(self, due: datetime | None) -> None:
+        """WARM_AHEAD before an instant at which WARM_MIN or more keys are due, open as many connections as
+        passes will run at once (``warm``), so the instant's Job POSTs do not each start with a TCP and TLS
+        handshake: an idle client's connections close after seconds."""
+        if self._warm is None or due is None or due == self._warmed or due - self._clock() > WARM_AHEAD:
+            return
+        self._warmed = due
+        count = self.index.count_until(due + WARM_AHEAD, limit=self._max_concurrency)
+        if count >= WARM_MIN:
+            task = asyncio.ensure_future(self._warm(count))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
     async def _sleep(self, stopping: asyncio.Event) -> None:
         if len(self.queue):  # waiting for a free slot: a finishing pass sets the wakeup
             timeout = MAX_SLEEP
         else:
             due = self.index.next_due()
             timeout = MAX_SLEEP if due is None else (due - self._clock()).total_seconds()
+            if due is not None and self._warm is not None and due != self._warmed:
+                timeout -= WARM_AHEAD.total_seconds()  # wake to warm the connections first
             timeout = min(max(timeout, 0.0), MAX_SLEEP)
         if self._lane:  # the oldest lane key's promotion (a finishing pass wakes the lane sooner)
             oldest = next(iter(self._lane.values()))

@@ -57,6 +57,19 @@ class DueIndex(Generic[K]):
         self._clean_head()
         return self._heap[0][0] if self._heap else None
 
+    def count_until(self, at: datetime, *, limit: int) -> int:
+        """How many keys are due at or before ``at``, counting at most ``limit`` (a walk of the heap's top, never
+        of the whole index)."""
+        count, stack = 0, [0]
+        while stack and count < limit:
+            i = stack.pop()
+            if i >= len(self._heap) or self._heap[i][0] > at:
+                continue  # the heap's order: nothing below is due earlier
+            when, _, key = self._heap[i]
+            count += self._due.get(key) == when
+            stack += (2 * i + 1, 2 * i + 2)
+        return count
+
     def pop_due(self, now: datetime, *, limit: int | None = None) -> list[K]:
         """Remove and return the keys due at or before ``now``, earliest first."""
         popped: list[K] = []

@@ -68,3 +68,14 @@ def test_many_reschedules_keep_the_heap_compact() -> None:
         index.set("hot", at(i))
     assert len(index._heap) < 200
     assert index.pop_due(at(10_000)) == ["hot"]
+
+
+def test_count_until_counts_live_keys_due_by_then_up_to_a_limit() -> None:
+    index: DueIndex[str] = DueIndex()
+    for i in range(50):
+        index.set(f"k{i}", T0 + timedelta(seconds=i % 10))
+    index.set("k0", T0 + timedelta(hours=1))  # its old entry (due at T0) is stale now
+    assert index.count_until(T0, limit=100) == 4  # k10, k20, k30, k40
+    assert index.count_until(T0 + timedelta(seconds=4), limit=100) == 24
+    assert index.count_until(T0 + timedelta(seconds=4), limit=7) == 7
+    assert index.count_until(T0 - timedelta(seconds=1), limit=100) == 0
