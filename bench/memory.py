@@ -275,7 +275,9 @@ class Operator:
         )
         self.passes = 0
         self.settings = informers.operator_settings()
-        wired: dict[str, Any] = {"configuration": None, "on_scheduled_job": self.on_scheduled_job}
+        wired: dict[str, Any] = {"configuration": None}
+        if "on_scheduled_job" in inspect.signature(informers.registry).parameters:
+            wired["on_scheduled_job"] = self.on_scheduled_job  # kopf watched them before listwatch.py
         if "on_job" in inspect.signature(informers.registry).parameters:
             wired["on_job"] = self.on_job  # kopf watched the Jobs before they had their own informer
         if "on_calendar" in inspect.signature(informers.registry).parameters:
@@ -364,6 +366,14 @@ class FeedKopf:
 
     async def run(self) -> None:
         from kopf._core.reactor import queueing  # noqa: PLC0415
+
+        if not self.op.registry._watching.has_handlers(resource=self.resource):
+            # The ScheduledJobs' own informer (sundial.runtime.watch.listwatch): each decoded body straight to
+            # the intake, no kopf worker in between.
+            async for event in self._feed():
+                if isinstance(event, dict):
+                    self.op.on_scheduled_job(event["type"], event["object"])
+            return
 
         original = queueing.watching.infinite_watch
         queueing.watching.infinite_watch = self._feed  # type: ignore[assignment]

@@ -37,7 +37,7 @@ from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
 from sundial.runtime.watch.intake import Intake
 from sundial.runtime.watch.keeping import object_bound
-from sundial.runtime.watch.listwatch import ListWatch
+from sundial.runtime.watch.listwatch import JOBS, SCHEDULED_JOBS, ListWatch
 from sundial.runtime.watch.readiness import InitialListing
 from sundial.runtime.watch.store import Key, Store
 from sundial.schedule import utcnow
@@ -74,8 +74,8 @@ class Parts:
     intake: Intake
     registry: Any
     """kopf's registry: the ScheduledJobs' and ScheduleCalendars' informers (and the admission webhook, if on)."""
-    jobs: ListWatch
-    """The Jobs' informer."""
+    informers: Sequence[ListWatch]
+    """The ScheduledJobs' and the Jobs' informers."""
     kopf_settings: Any
     logged_in: asyncio.Event
     stopping: asyncio.Event
@@ -113,7 +113,8 @@ async def build(
     requester = requests.Requester(bucket=bucket, observer=metrics)
     api = objects.ObjectsApi(api_client=client, requester=requester)
     # One object's kept size is bounded (DESIGN §11.1): the jobTemplate bound plus a margin (watch/keeping.py).
-    listing = InitialListing(store := Store(max_object_bytes=object_bound(settings.webhook.max_job_template_bytes)))
+    store = Store(max_object_bytes=object_bound(settings.webhook.max_job_template_bytes))
+    listing = InitialListing(store, listed={"schedulecalendars"})  # the informers of listwatch.py say when synced
     in_flight = InFlight()
     lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
     lease_api = _lease_api(settings, configuration, metrics)
@@ -145,7 +146,6 @@ async def build(
     logged_in = asyncio.Event()
     registry = informers.registry(
         configuration=configuration,
-        on_scheduled_job=intake.scheduled_job,
         on_calendar=intake.calendar,
         on_login=logged_in.set,
     )
@@ -170,7 +170,7 @@ async def build(
         dispatcher=dispatcher,
         intake=intake,
         registry=registry,
-        jobs=_jobs_informer(settings, client, requester, intake),
+        informers=_informers(settings, client, requester, intake, listing),
         kopf_settings=kopf_settings,
         logged_in=logged_in,
         stopping=stopping,
@@ -180,13 +180,19 @@ async def build(
     )
 
 
-def _jobs_informer(settings: Settings, client: Any, requester: requests.Requester, intake: Intake) -> ListWatch:
-    """The Jobs' own informer (not kopf's: docs/benchmarks.md), feeding the same intake."""
-    return ListWatch(
-        watches=watches.Watches(api_client=client, requester=requester),
-        on_event=intake.job,
-        namespaces=settings.namespaces,
-    )
+def _informers(
+    settings: Settings, client: Any, requester: requests.Requester, intake: Intake, listing: InitialListing
+) -> list[ListWatch]:
+    """The ScheduledJobs' and the Jobs' own informers (not kopf's: docs/benchmarks.md), feeding the intake; not
+    ready before both have listed."""
+    source = watches.Watches(api_client=client, requester=requester)
+    made = [
+        ListWatch(watches=source, on_event=handler, namespaces=settings.namespaces, collection=collection,
+                  on_synced=listing.check)
+        for collection, handler in ((SCHEDULED_JOBS, intake.scheduled_job), (JOBS, intake.job))
+    ]  # fmt: skip
+    listing.wait_for(*made)
+    return made
 
 
 def _fenced(leadership: Leadership, token: str) -> None:

@@ -77,7 +77,7 @@ async def run(parts: Parts) -> int:
     parts.lease_thread.start()
     tasks = [
         asyncio.create_task(parts.listing.load(parts.api, settings.namespaces), name="initial listing"),
-        asyncio.create_task(parts.jobs.run(), name="jobs informer"),
+        *(asyncio.create_task(informer.run(), name=f"{informer.plural} informer") for informer in parts.informers),
         asyncio.create_task(parts.lease_thread.wait(), name="leases"),
         asyncio.create_task(follow_leases(parts), name="lease changes"),
         asyncio.create_task(_dispatch_when_ready(parts), name="dispatcher"),

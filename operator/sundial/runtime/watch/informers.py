@@ -1,8 +1,9 @@
 """kopf as the informer and process frame only (DESIGN §7).
 
-* Two ``@kopf.on.event`` handlers (ScheduledJobs; ScheduleCalendars) feed the store and return None. The Jobs
-  are watched by :mod:`sundial.runtime.watch.listwatch` (kopf's per-event machinery cost more than planning in
-  a herd). No changing handlers, daemons, timers
+* One ``@kopf.on.event`` handler (ScheduleCalendars) feeds the store and returns None. The ScheduledJobs and
+  their Jobs are watched by :mod:`sundial.runtime.watch.listwatch` (kopf's per-event machinery cost more than
+  planning in a herd, and most of the time to ready with 100,000 objects). kopf also serves the admission
+  webhook (:mod:`sundial.runtime.serving.admission`). No changing handlers, daemons, timers
   or mandatory deletion handlers exist, so kopf never computes a diff-base, stores progress, or adds a
   finalizer: in kopf 1.45 ``process_resource_causes`` only patches an object for changing/spawning
   causes; a registry with only watching handlers leaves the object untouched (and would even remove a
@@ -124,11 +125,10 @@ def operator_settings() -> Any:
 def registry(
     *,
     configuration: Any,
-    on_scheduled_job: EventFn,
     on_calendar: EventFn,
     on_login: Callable[[], None] = lambda: None,
 ) -> Any:
-    """A fresh kopf registry (no module-level handlers) with the login and the two event handlers."""
+    """A fresh kopf registry (no module-level handlers) with the login and the ScheduleCalendars' event handler."""
     reg = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=reg)
@@ -136,10 +136,6 @@ def registry(
         info = await connection_info(configuration)
         on_login()
         return info
-
-    @kopf.on.event(model.resource.GROUP, model.resource.VERSION, model.resource.PLURAL, registry=reg)
-    async def scheduled_job_event(event: Mapping[str, Any], **_: Any) -> None:
-        on_scheduled_job(event.get("type"), event.get("object") or {})
 
     @kopf.on.event(model.resource.GROUP, model.resource.VERSION, model.calendars.CALENDAR_PLURAL, registry=reg)
     async def schedule_calendar_event(event: Mapping[str, Any], **_: Any) -> None:

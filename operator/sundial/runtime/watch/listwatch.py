@@ -1,21 +1,24 @@
-"""The Jobs' informer: LIST, then WATCH from the list's resourceVersion, every event handed on as it comes.
+"""The informers of ScheduledJobs and their Jobs: LIST, then WATCH from the list's resourceVersion, every event
+handed on as it comes.
 
-Sundial's Jobs are the busiest thing it watches: a herd of 2,000 runs is 2,000 ``ADDED`` events and several
-``MODIFIED`` each within seconds. kopf processed each as it processes any event (a worker task and queue per
-object, body wrappers, a logger, cause detection, handler selection and invocation): 23% of the operator's CPU
-in a herd of 2,000, more than its planning (docs/benchmarks.md). This informer does only what the intake needs:
-it decodes each line (orjson) and calls ``on_event(type, body)`` with the same arguments kopf's handler got
-(type ``None`` for a listed object, then ``ADDED``/``MODIFIED``/``DELETED``). ScheduledJobs and
-ScheduleCalendars are still watched by kopf (:mod:`sundial.runtime.watch.informers`).
+kopf processed each watch event as it processes any (a worker task and queue per object, body wrappers, a
+logger, cause detection, handler selection and invocation). For Sundial's Jobs - a herd of 2,000 runs is 2,000
+``ADDED`` events and several ``MODIFIED`` each within seconds - that was 23% of the operator's CPU, more than
+its planning; for 100,000 ScheduledJobs listed at start-up, most of the time to ready (docs/benchmarks.md).
+These informers do only what the intake needs: decode each line (orjson) and call ``on_event(type, body)``
+with the arguments kopf's handlers got (type ``None`` for a listed object, then ``ADDED``/``MODIFIED``/
+``DELETED``). kopf still watches the ScheduleCalendars and serves the admission webhook
+(:mod:`sundial.runtime.watch.informers`).
 
-* One loop per scope (each ``--namespace``, or the whole cluster), with the label selector sent to the API
-  server (only Jobs labelled ``sundial.dev/scheduledjob``).
-* The list is paged (:data:`PAGE_SIZE` per request); the watch starts at the list's resourceVersion, asks for
-  bookmarks and lasts :data:`WATCH_SECONDS`; then the next watch starts where it ended.
+* One loop per scope (each ``--namespace``, or the whole cluster); a label selector, if the collection has one,
+  is sent to the API server (the Jobs: only those labelled ``sundial.dev/scheduledjob``).
+* The list is paged (:data:`PAGE_SIZE` per request: one page of bodies is held at a time); ``synced`` is set
+  (and ``on_synced`` called) once every scope was listed the first time. The watch starts at the list's
+  resourceVersion, asks for bookmarks and lasts :data:`WATCH_SECONDS`; the next one starts where it ended.
 * A watch that breaks (connection, 5xx, nothing at all for :data:`IDLE_SECONDS`) is started again from the last
-  resourceVersion seen after a pause (:data:`BACKOFFS`, reset by any event); 410 ``Expired`` (the version is
-  older than the API server keeps) lists again. A failing LIST is retried with the same pauses, forever: the
-  operator's readiness (:mod:`sundial.runtime.watch.readiness`) waits for the listed Jobs.
+  resourceVersion seen, at once if it had delivered events, else after a pause (:data:`BACKOFFS`); 410
+  ``Expired`` (the version is older than the API server keeps) lists again. A failing LIST is retried with the
+  same pauses, forever: the operator is not ready until every informer has listed.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sundial import model
 from sundial.kube import errors
 from sundial.kube.watches import Collection, Watches
 from sundial.model import names
@@ -34,6 +38,7 @@ logger = logging.getLogger(__name__)
 EventFn = Callable[[str | None, Mapping[str, Any]], None]
 
 JOBS = Collection(("apis", "batch", "v1"), "jobs", label_selector=names.SCHEDULED_JOB_LABEL)
+SCHEDULED_JOBS = Collection(("apis", model.resource.GROUP, model.resource.VERSION), model.resource.PLURAL)
 #: Objects per LIST request.
 PAGE_SIZE = 500
 #: How long one watch request lasts (the API server ends it; the next one starts at once).
@@ -56,6 +61,7 @@ class ListWatch:
         collection: Collection = JOBS,
         backoffs: Sequence[float] = BACKOFFS,
         page_size: int = PAGE_SIZE,
+        on_synced: Callable[[], None] = lambda: None,
     ) -> None:
         self._watches = watches
         self._on_event = on_event
@@ -63,6 +69,14 @@ class ListWatch:
         self._collection = collection
         self._backoffs = backoffs
         self._page_size = page_size
+        self._on_synced = on_synced
+        self._unlisted = set(self._scopes)
+        self.synced = asyncio.Event()
+        """Set once every scope was listed (its objects handed on) the first time."""
+
+    @property
+    def plural(self) -> str:
+        return self._collection.plural
 
     async def run(self) -> None:
         """Run until cancelled."""
@@ -102,6 +116,10 @@ class ListWatch:
             listed = version
             for body in items:
                 self._on_event(None, body)
+        self._unlisted.discard(namespace)
+        if not self._unlisted and not self.synced.is_set():
+            self.synced.set()
+            self._on_synced()
         return listed
 
     async def _watch(self, namespace: str | None, version: str) -> tuple[str, bool]:

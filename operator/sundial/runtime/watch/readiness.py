@@ -1,7 +1,10 @@
-"""Ready once the initial state is indexed: our own LIST says which UIDs exist; the store must see them.
+"""Ready once the initial state is indexed: every informer has listed, and for what kopf watches our own LIST
+says which UIDs exist and the store must see them.
 
-ScheduledJobs, their Jobs and ScheduleCalendars are listed: no ScheduledJob is planned before the calendars it
-refers to are indexed (it would be reported ``CalendarNotFound`` for a moment at every start).
+The ScheduledJobs and Jobs have their own informers (:mod:`sundial.runtime.watch.listwatch`), which know when
+their first listing is indexed (``synced``); kopf's ScheduleCalendar informer does not say, so the calendars are
+listed here (``listed``) and their UIDs awaited: no ScheduledJob is planned before the calendars it refers to
+are indexed (it would be reported ``CalendarNotFound`` for a moment at every start).
 
 The LIST is paged (:data:`PAGE_SIZE` objects per request) and only UIDs are kept from each page: a single
 LIST of every ScheduledJob would decode into all their bodies as Python objects at once, and that peak
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from typing import Any, Protocol
 
 from sundial.kube import errors
@@ -46,13 +49,28 @@ class Lister(Protocol):
     ) -> AsyncIterator[list[dict[str, Any]]]: ...
 
 
-class InitialListing:
-    """The set of UIDs that existed at startup; ready when the informers have indexed each of them."""
+#: What :class:`InitialListing` can list: ScheduledJobs, their Jobs, ScheduleCalendars.
+KINDS = frozenset({"scheduledjobs", "jobs", "schedulecalendars"})
 
-    def __init__(self, store: Store) -> None:
+
+class Synced(Protocol):
+    synced: asyncio.Event
+
+
+class InitialListing:
+    """The set of UIDs of the ``listed`` kinds that existed at startup; ready when the informers have indexed each
+    of them and every one of ``informers`` has ``synced``."""
+
+    def __init__(self, store: Store, *, listed: Collection[str] = KINDS) -> None:
         self._store = store
         self._expected: set[str] | None = None
+        self._kinds = frozenset(listed)
+        self._informers: list[Synced] = []
         self.ready = asyncio.Event()
+
+    def wait_for(self, *informers: Synced) -> None:
+        """Not ready until each of INFORMERS has synced too (each calls :meth:`check` once it has)."""
+        self._informers += informers
 
     async def load(self, api: Lister, namespaces: Sequence[str], *, retry: float = 2.0, recheck: float = 5.0) -> None:
         """List once; while not ready, re-list every ``recheck`` seconds and stop expecting UIDs that are
@@ -60,7 +78,7 @@ class InitialListing:
         any_version = False
         while not self.ready.is_set():
             try:
-                current = await self._list(api, namespaces, any_version=any_version)
+                current = await self._list(api, namespaces, kinds=self._kinds, any_version=any_version)
             except errors.KubeError as error:
                 if isinstance(error, CACHE_FALLBACK_ERRORS) and not any_version:
                     any_version = True
@@ -80,17 +98,23 @@ class InitialListing:
                 await asyncio.sleep(recheck)
 
     @staticmethod
-    async def _list(api: Lister, namespaces: Sequence[str], *, any_version: bool = False) -> set[str]:
+    async def _list(
+        api: Lister, namespaces: Sequence[str], *, kinds: frozenset[str], any_version: bool = False
+    ) -> set[str]:
         uids: set[str] = set()
         scopes: list[str | None] = [*namespaces] or [None]
         paging: dict[str, Any] = {"limit": PAGE_SIZE, "any_version": any_version}
         for scope in scopes:
-            async for page in api.scheduled_job_pages(namespace=scope, **paging):
-                uids.update(str(body["metadata"]["uid"]) for body in page)
-            async for page in api.job_pages(namespace=scope, label_selector=names.SCHEDULED_JOB_LABEL, **paging):
-                uids.update(str(body["metadata"]["uid"]) for body in page)
-            async for page in api.schedule_calendar_pages(namespace=scope, **paging):
-                uids.update(str(body["metadata"]["uid"]) for body in page)
+            if "scheduledjobs" in kinds:
+                async for page in api.scheduled_job_pages(namespace=scope, **paging):
+                    uids.update(str(body["metadata"]["uid"]) for body in page)
+            if "jobs" in kinds:
+                selector = names.SCHEDULED_JOB_LABEL
+                async for page in api.job_pages(namespace=scope, label_selector=selector, **paging):
+                    uids.update(str(body["metadata"]["uid"]) for body in page)
+            if "schedulecalendars" in kinds:
+                async for page in api.schedule_calendar_pages(namespace=scope, **paging):
+                    uids.update(str(body["metadata"]["uid"]) for body in page)
         return uids
 
     @property
@@ -107,7 +131,7 @@ class InitialListing:
         if self.ready.is_set() or self._expected is None:
             return
         self._expected.difference_update(self._store.take_seen())
-        if not self._expected:
+        if not self._expected and all(informer.synced.is_set() for informer in self._informers):
             logger.info("initial state indexed: ready")
             self._store.stop_tracking_uids()
             self.ready.set()

@@ -1,4 +1,4 @@
-"""kopf is wired as an informer only (ScheduledJobs and ScheduleCalendars; the Jobs have their own informer):
+"""kopf is wired as an informer only (ScheduleCalendars; the ScheduledJobs and Jobs have their own informers):
 no changing handlers, no posting, no peering."""
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ CALENDARS = references.Resource(
 )  # fmt: skip
 
 
-def test_kopf_watches_no_jobs_and_filters_no_scheduled_jobs() -> None:
-    settings = informers.operator_settings()
-    assert list(settings.watching.label_selectors.collect(SCHEDULED_JOBS)) == []
-    registry = informers.registry(configuration=None, on_scheduled_job=print, on_calendar=print)
+def test_kopf_watches_neither_jobs_nor_scheduled_jobs() -> None:
+    registry = informers.registry(configuration=None, on_calendar=print)
     assert not registry._watching.has_handlers(resource=JOBS)
+    assert not registry._watching.has_handlers(resource=SCHEDULED_JOBS)
 
 
 def test_kopf_does_not_scan_crds_or_namespaces_which_the_shipped_rbac_does_not_grant() -> None:
@@ -52,26 +51,24 @@ def test_only_watching_handlers_so_kopf_never_patches_annotations_or_finalizers(
     seen: list[tuple[str | None, Any]] = []
     registry = informers.registry(
         configuration=None,
-        on_scheduled_job=lambda kind, body: seen.append((kind, body)),
         on_calendar=lambda kind, body: seen.append((kind, body)),
     )
-    for resource in (SCHEDULED_JOBS, CALENDARS):
+    for resource in (CALENDARS,):
         assert registry._watching.has_handlers(resource=resource)
         assert not registry._changing.has_handlers(resource=resource)
         assert not registry._spawning.has_handlers(resource=resource)
-    assert len(registry._watching.get_all_handlers()) == 2
+    assert len(registry._watching.get_all_handlers()) == 1
 
 
 async def test_handlers_hand_the_raw_event_to_the_store_and_return_none() -> None:
     seen: list[tuple[str | None, Any]] = []
     registry = informers.registry(
         configuration=None,
-        on_scheduled_job=lambda kind, body: seen.append(("sj", kind)),
         on_calendar=lambda kind, body: seen.append(("calendar", kind)),
     )
     for handler in registry._watching.get_all_handlers():
         assert await handler.fn(event={"type": "ADDED", "object": {}}) is None
-    assert sorted(seen) == [("calendar", "ADDED"), ("sj", "ADDED")]
+    assert seen == [("calendar", "ADDED")]
 
 
 def test_the_diff_base_essence_is_empty_so_kopf_deep_copies_nothing_per_event() -> None:

@@ -15,7 +15,7 @@ from kubernetes_asyncio import client
 from sundial.kube import ratelimits, requests
 from sundial.kube.watches import Watches
 from sundial.model import names
-from sundial.runtime.watch.listwatch import ListWatch
+from sundial.runtime.watch.listwatch import SCHEDULED_JOBS, ListWatch
 
 
 def job(name: str, version: int) -> dict[str, Any]:
@@ -148,3 +148,20 @@ async def test_an_expired_version_lists_again(informer: Any) -> None:
     assert seen == [(None, "a"), (None, "b"), (None, "c")] * 3
     assert len(api.lists) == 6, "three listings of two pages"
     assert [q["resourceVersion"] for q in api.watches] == ["3", "3", "3"]
+
+
+async def test_synced_once_every_scope_was_listed(informer: Any) -> None:
+    api, seen, make = informer
+    watcher = make()
+    calls: list[int] = []
+    watcher._on_synced = lambda: calls.append(len(seen))
+    assert not watcher.synced.is_set()
+    await _run_until_watching(api, watcher)
+    assert watcher.synced.is_set()
+    assert calls == [3], "called once, after the listed objects were handed on"
+
+
+def test_the_scheduled_jobs_collection_is_unfiltered() -> None:
+    assert SCHEDULED_JOBS.path("ns") == "/apis/sundial.dev/v1alpha1/namespaces/ns/scheduledjobs"
+    assert SCHEDULED_JOBS.path(None) == "/apis/sundial.dev/v1alpha1/scheduledjobs"
+    assert SCHEDULED_JOBS.query(watch="true") == {"watch": "true"}

@@ -17,6 +17,7 @@ class Lister:
     def __init__(self, sjs: list[str], jobs: list[str], calendars: list[str] | None = None) -> None:
         self.sjs, self.jobs, self.calendars = sjs, jobs, calendars or []
         self.limits: list[int] = []
+        self.kinds: set[str] = set()
 
     async def _pages(self, uids: list[str], limit: int) -> AsyncIterator[list[dict[str, Any]]]:
         self.limits.append(limit)
@@ -26,16 +27,19 @@ class Lister:
     def scheduled_job_pages(
         self, *, namespace: str | None, limit: int, any_version: bool = False
     ) -> AsyncIterator[list[dict[str, Any]]]:
+        self.kinds.add("scheduledjobs")
         return self._pages(self.sjs, limit)
 
     def job_pages(
         self, *, namespace: str | None, label_selector: str, limit: int, any_version: bool = False
     ) -> AsyncIterator[list[dict[str, Any]]]:
+        self.kinds.add("jobs")
         return self._pages(self.jobs, limit)
 
     def schedule_calendar_pages(
         self, *, namespace: str | None, limit: int, any_version: bool = False
     ) -> AsyncIterator[list[dict[str, Any]]]:
+        self.kinds.add("schedulecalendars")
         return self._pages(self.calendars, limit)
 
 
@@ -175,3 +179,30 @@ async def test_a_listing_that_a_lagging_watch_cache_fails_is_done_again_from_the
     await asyncio.wait_for(listing.load(lister, (), retry=0.01, recheck=0.01), timeout=1)
     assert listing.ready.is_set()
     assert lister.versions[:2] == [False, True]
+
+
+class Informer:
+    def __init__(self) -> None:
+        self.synced = asyncio.Event()
+
+
+async def test_with_own_informers_only_the_calendars_are_listed_and_each_informer_must_have_synced() -> None:
+    """What the operator runs: the ScheduledJobs and Jobs come from informers that say when they have listed
+    (runtime/watch/listwatch.py); only kopf's calendars are listed here and awaited by UID."""
+    store = Store()
+    lister = Lister(["sj-never-listed-here"], ["job-never-listed-here"], ["cal"])
+    listing = InitialListing(store, listed={"schedulecalendars"})
+    scheduled_jobs, jobs = Informer(), Informer()
+    listing.wait_for(scheduled_jobs, jobs)
+    task = asyncio.create_task(listing.load(lister, (), recheck=0.01))
+    await asyncio.sleep(0.02)
+    store.put_calendar({"metadata": {"name": "cal", "namespace": "ns", "uid": "cal"}, "spec": {}})
+    listing.check()
+    scheduled_jobs.synced.set()
+    listing.check()
+    assert not listing.ready.is_set(), "the Jobs' informer has not listed yet"
+    jobs.synced.set()
+    listing.check()
+    assert listing.ready.is_set()
+    await asyncio.wait_for(task, timeout=1)
+    assert lister.kinds == {"schedulecalendars"}, "the informers list their own kinds"
