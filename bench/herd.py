@@ -2,6 +2,9 @@
 
 Contenders, in this order, each in its own namespaces (deleted before the next one starts):
 ``raw`` (N Job creates from a tight concurrent client at the nominal instant: the API server's limit),
+``raw-shaped`` (the same client POSTing the Jobs Sundial would create - its labels, annotations, env and the
+controller ownerReference to a suspended ScheduledJob, made by ``sundial.planner.manifests.build_job``: the API
+server's limit for Sundial's Jobs, without an operator),
 ``sundial`` (the operator), ``cronjob-default`` (CronJobs under the controller manager's default client QPS
 20/burst 30), ``cronjob-raised`` (the controller manager restarted with Sundial's QPS/burst).
 Lag = the independent watcher's receive time of a Job's ADDED event - the Job's nominal time.
@@ -155,7 +158,9 @@ class Herd:
             pids["operator"] = operator.pid
         # "whole": from just before the objects exist until the writes settle (cost: a new object's first run)
         whole_before = await window.take(api, pids, operator)
-        await self._create(api, contender=contender, names=names, cron=cron, result=result, operator=operator)
+        await self._create(
+            api, contender=contender, names=names, cron=cron, nominal=nominal, result=result, operator=operator
+        )
         result["setup_seconds"] = round(time.monotonic() - setup_start, 2)
         result["slack_seconds"] = round(at - time.time(), 2)  # < 0: the setup ran past the nominal time
         if self.profile and operator is not None:  # the instant only: from 2 s before it (py-spy attaches)
@@ -224,8 +229,10 @@ class Herd:
         perf_data = self.out / f"{self.name}-{contender}-apiserver.perf"
         async with contextlib.AsyncExitStack() as stack:
             raw_api: Api | None = None
-            if contender == "raw":
+            if contender.startswith("raw"):
                 bodies = [(job_path(ns), plain_job(name, stamp)) for ns, name in names]
+                if contender == "raw-shaped":
+                    bodies = self.shaped
                 raw_api = Api(api.creds, connections=RAW_CONNECTIONS, user_agent="bench-raw")
                 await stack.enter_async_context(raw_api)
                 await raw_api.warm(RAW_CONNECTIONS)
@@ -274,6 +281,7 @@ class Herd:
         contender: str,
         names: list[tuple[str, str]],
         cron: str,
+        nominal: datetime,
         result: dict[str, Any],
         operator: env.Operator | None,
     ) -> None:
@@ -289,11 +297,45 @@ class Herd:
             while operator.metric("sundial_due_index_size") < self.n and time.monotonic() < deadline:
                 await asyncio.sleep(0.5)
             result["indexed"] = operator.metric("sundial_due_index_size")
+        elif contender == "raw-shaped":
+            started = time.monotonic()
+            self.shaped = await shaped_jobs(api, names, cron=cron, nominal=nominal)
+            result["create_seconds"] = round(time.monotonic() - started, 2)
+            result["created"] = {"POST|sundial.dev/scheduledjobs|": len(names)}
         elif contender.startswith("cronjob"):
             result["create_seconds"] = round(
                 await api.create_many(((cj_path(ns), cron_job(name, cron)) for ns, name in names)), 2
             )
             result["created"] = {"POST|batch/cronjobs|": len(names)}
+
+
+async def shaped_jobs(
+    api: Api, names: list[tuple[str, str]], *, cron: str, nominal: datetime
+) -> list[tuple[str, dict[str, Any]]]:
+    """Suspended ScheduledJobs NAMES, and the Job each would get at NOMINAL from Sundial (its first attempt, shard
+    0's token), owned by it (the garbage collector keeps a Job whose owner exists)."""
+    from sundial.model.enums import Trigger  # noqa: PLC0415 - the operator's own builder, as Sundial makes it
+    from sundial.model.resource import ScheduledJob  # noqa: PLC0415
+    from sundial.planner.manifests import build_job  # noqa: PLC0415
+
+    def suspended(name: str) -> dict[str, Any]:
+        body = scheduled_job(name, cron, contender="raw-shaped")
+        body["spec"]["suspend"] = True
+        return body
+
+    await api.create_many((sj_path(ns), suspended(name)) for ns, name in names)
+    wanted = set(names)
+    jobs: list[tuple[str, dict[str, Any]]] = []
+    for namespace in sorted({ns for ns, _ in names}):
+        listed = await api.call("GET", sj_path(namespace))
+        for body in listed.get("items") or ():
+            if (namespace, body["metadata"]["name"]) in wanted:
+                obj = ScheduledJob.from_dict(body)
+                manifest = build_job(
+                    obj=obj, scheduled_time=nominal, attempt=1, trigger=Trigger.SCHEDULE, fencing_token="0-1"
+                )
+                jobs.append((job_path(namespace), manifest))
+    return jobs
 
 
 def priority_split(records: list[dict[str, Any]], high: set[str], *, share: float) -> dict[str, Any]:

@@ -70,6 +70,12 @@ def herd(result: dict[str, Any]) -> dict[str, Any]:
             "p99": round(sundial["p99_s"] / raw["p99_s"], 2) if raw.get("p99_s") else None,
             "target": 1.25,
         }
+    shaped = section.get("raw_shaped", {})
+    if shaped.get("last_s") and sundial.get("last_s"):  # the floor for Sundial's own Jobs, without an operator
+        section["sundial_over_raw_shaped"] = {
+            "last": round(sundial["last_s"] / shaped["last_s"], 2),
+            "p99": round(sundial["p99_s"] / shaped["p99_s"], 2) if shaped.get("p99_s") else None,
+        }
     return {"herd": section}
 
 

@@ -100,3 +100,16 @@ def test_a_failed_scenario_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "latest.json"
     assert latest.record(path, "herd", {"ok": False, "error": "RuntimeError: no sandbox"}, LABEL) == []
     assert not path.exists()
+
+
+def test_a_raw_shaped_contender_gets_its_own_ratio(tmp_path: Path, recorded: dict[str, Any]) -> None:
+    """``raw-shaped`` (the raw client POSTing Sundial's own Jobs): the floor for Sundial's Jobs, as a second ratio."""
+    herd = json.loads(json.dumps(recorded["herd"]))
+    shaped = json.loads(json.dumps(herd["contenders"]["raw"]))
+    shaped["time_to_last_job"] = herd["contenders"]["sundial"]["time_to_last_job"] / 2
+    herd["contenders"]["raw-shaped"] = shaped
+    path = tmp_path / "latest.json"
+    latest.record(path, "herd", herd, LABEL)
+    written = json.loads(path.read_text(encoding="utf-8"))["herd"]
+    assert written["raw_shaped"]["last_s"] == shaped["time_to_last_job"]
+    assert written["sundial_over_raw_shaped"]["last"] == 2.0
