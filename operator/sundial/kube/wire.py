@@ -13,6 +13,7 @@ generated client's exception for a non-2xx answer, so classification is unchange
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -84,11 +85,19 @@ class Wire:
         """Have COUNT connections open (TCP and TLS done): COUNT GETs of :data:`WARM_PATH` at once. Outside the
         rate limiter (they would take tokens from the burst they prepare for); failures only cost the warm-up."""
 
+        held: list[aiohttp.ClientResponse] = []
+
         async def one() -> None:
             response = await self.send("GET", WARM_PATH, timeout=10.0)
-            await response.read()
-            response.release()
+            held.append(response)  # read only once all are answered: no request reuses another's connection
 
-        failed = [r for r in await asyncio.gather(*(one() for _ in range(count)), return_exceptions=True) if r]
+        try:
+            outcomes = await asyncio.gather(*(one() for _ in range(count)), return_exceptions=True)
+        finally:
+            for response in held:
+                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                    await response.read()
+                response.release()
+        failed = [outcome for outcome in outcomes if outcome]
         if failed:
             logger.debug("warming %d connections: %d failed (%s)", count, len(failed), failed[0])

@@ -4,6 +4,7 @@ that :func:`sundial.kube.objects.raw_json` reads."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +34,8 @@ class Recorder:
                 "body": orjson.loads(await request.read() or b"null"),
             }
         )
+        if request.path == "/version":
+            await asyncio.sleep(0.2)  # in flight together, as requests to a busy API server are
         answer = {"metadata": {"name": "j", "uid": "u-1", "resourceVersion": "9"}}
         if self.status >= 300:
             answer = {"kind": "Status", "code": self.status, "reason": "AlreadyExists" if self.status == 409 else "x"}
