@@ -11,7 +11,8 @@ sent by :class:`~sundial.kube.wire.Wire`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,10 @@ class Collection:
         return selector | values
 
 
+async def _json(send: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+    return await raw_json(send())
+
+
 class Watches:
     """LIST pages and WATCH streams of a :class:`Collection`."""
 
@@ -56,13 +61,8 @@ class Watches:
         version = ""
         while True:
             query = collection.query(limit=str(limit)) | ({"continue": token} if token else {})
-            page = await self._req.call(
-                verb="list",
-                resource=collection.plural,
-                request=lambda query=query: raw_json(  # type: ignore[misc]
-                    self._wire.send("GET", collection.path(namespace), timeout=60.0, query=query)
-                ),
-            )
+            send = functools.partial(self._wire.send, "GET", collection.path(namespace), timeout=60.0, query=query)
+            page = await self._req.call(verb="list", resource=collection.plural, request=functools.partial(_json, send))
             meta = page.get("metadata") or {}
             version = version or str(meta.get("resourceVersion") or "")
             token = meta.get("continue") or None

@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from sundial import model
 from sundial.kube import errors
 from sundial.kube.watches import Collection, Watches
 from sundial.model import names
+from sundial.runtime.watch.informers import EventFn
 
 logger = logging.getLogger(__name__)
-
-EventFn = Callable[[str | None, Mapping[str, Any]], None]
 
 JOBS = Collection(("apis", "batch", "v1"), "jobs", label_selector=names.SCHEDULED_JOB_LABEL)
 SCHEDULED_JOBS = Collection(("apis", model.resource.GROUP, model.resource.VERSION), model.resource.PLURAL)
@@ -84,31 +82,23 @@ class ListWatch:
 
     async def _follow(self, namespace: str | None) -> None:
         failures = 0
-        version = ""
+        version = ""  # none: list (first, or after 410)
         while True:
             try:
                 if not version:
                     version = await self._list(namespace)
                     failures = 0
                 version, progressed = await self._watch(namespace, version)
-                if progressed:
-                    failures = 0
-                continue
+                failures = 0 if progressed else failures
             except errors.GoneError as error:
                 logger.info("%s watch expired (%s): listing again", self._collection.plural, error.reason)
                 version = ""
-                continue
             except errors.KubeError as error:
                 pause = self._backoffs[min(failures, len(self._backoffs) - 1)]
                 failures += 1
-                logger.warning(
-                    "%s %s failed (again in %.1fs): %s",
-                    self._collection.plural,
-                    "watch" if version else "list",
-                    pause,
-                    error,
-                )
-            await asyncio.sleep(pause)
+                what = "watch" if version else "list"
+                logger.warning("%s %s failed (again in %.1fs): %s", self._collection.plural, what, pause, error)
+                await asyncio.sleep(pause)
 
     async def _list(self, namespace: str | None) -> str:
         listed = ""
