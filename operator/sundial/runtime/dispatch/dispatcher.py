@@ -49,8 +49,11 @@ LANE_MAX_WAIT = timedelta(seconds=30)
 
 #: Connections are warmed this long before an instant at which many keys are due...
 WARM_AHEAD = timedelta(seconds=1)
-#: ... when at least this many are due within WARM_AHEAD after it (one connection per pass that may run at once).
+#: ... when at least this many are due within WARM_AHEAD after it (one connection per pass that may run at once)...
 WARM_MIN = 16
+#: ... and no warm-up happened this recently (its connections are still open: aiohttp keeps idle ones 15 s). The
+#: warm-ups' GETs bypass the rate limiter; this bounds them, whatever instants a tenant's objects pick.
+WARM_EVERY = timedelta(seconds=15)
 
 ReconcileFn = Callable[[Key], Awaitable[datetime | None]]
 WarmFn = Callable[[int], Awaitable[None]]
@@ -90,7 +93,9 @@ class Dispatcher:
         self._max_concurrency = max_concurrency
         self._warm = warm
         self._warmed: datetime | None = None
-        """The due time whose connections were warmed last."""
+        """The due time looked at for a warm-up last."""
+        self._warmed_at: datetime | None = None
+        """When the last warm-up started."""
 
     # Signals from the informers and the leases ---------------------------------------------------
 
@@ -179,8 +184,12 @@ class Dispatcher:
         if self._warm is None or due is None or due == self._warmed or due - self._clock() > WARM_AHEAD:
             return
         self._warmed = due
+        now = self._clock()
+        if self._warmed_at is not None and now - self._warmed_at < WARM_EVERY:
+            return
         count = self.index.count_until(due + WARM_AHEAD, limit=self._max_concurrency)
         if count >= WARM_MIN:
+            self._warmed_at = now
             task = asyncio.ensure_future(self._warm(count))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

@@ -54,3 +54,33 @@ async def test_a_crowded_instant_warms_as_many_connections_as_passes_run_at_once
 async def test_a_quiet_instant_warms_nothing() -> None:
     order, _ = await _herd(WARM_MIN - 1, max_concurrency=32)
     assert all(kind == "pass" for kind, _ in order)
+
+
+async def test_crowded_instants_close_together_warm_once() -> None:
+    """The warm-ups bypass the rate limiter: however many crowded instants a tenant's objects pick, at most one
+    warm-up per WARM_EVERY."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    def clock() -> datetime:
+        return T0 + timedelta(seconds=loop.time() - start)
+
+    warmed: list[int] = []
+    passes = 0
+    stopping = asyncio.Event()
+
+    async def warm(count: int) -> None:
+        warmed.append(count)
+
+    async def reconcile(key: Key) -> datetime | None:
+        nonlocal passes
+        passes += 1
+        if passes == 40:
+            stopping.set()
+        return None
+
+    dispatcher = Dispatcher(reconcile=reconcile, max_concurrency=32, clock=clock, warm=warm)
+    for i in range(40):  # two crowded instants, 0.5 s apart
+        dispatcher.index.set(("ns", f"k{i}"), T0 + timedelta(seconds=1.2 + 0.5 * (i % 2)))
+    await asyncio.wait_for(dispatcher.run(stopping), timeout=5)
+    assert len(warmed) == 1, warmed
