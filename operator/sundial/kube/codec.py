@@ -8,6 +8,7 @@ behind this choice is in docs/benchmarks.md).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import threading
@@ -61,3 +62,12 @@ def loads_deep(data: bytes | str) -> Any:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+async def decode(data: bytes | str) -> Any:
+    """DATA decoded: orjson, else (a document nested beyond orjson's limit) :func:`loads_deep` on a worker
+    thread. Raises ``ValueError`` for what neither decodes."""
+    try:
+        return loads(data)
+    except ValueError:
+        return await asyncio.to_thread(loads_deep, data)

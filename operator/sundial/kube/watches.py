@@ -23,7 +23,6 @@ Sizes. Whatever the API server serves is read, up to what it can serve at all:
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
@@ -84,11 +83,7 @@ async def decode(data: bytes) -> Any:
     """DATA decoded: orjson, else (a document nested beyond orjson's limit) the deep decoder off the loop. A
     document neither decodes raises :class:`errors.TransientError` (reason ``Undecodable``)."""
     try:
-        return codec.loads(data)
-    except ValueError:
-        pass
-    try:
-        return await asyncio.to_thread(codec.loads_deep, data)
+        return await codec.decode(data)
     except ValueError as error:
         raise errors.TransientError(code=0, reason="Undecodable", message=str(error)[:200]) from None
 

@@ -71,7 +71,7 @@ class ScheduledJobs:
         status = body.get("status") if isinstance(body, Mapping) else None
         key = self._store.put_quarantined(
             namespace=stub.namespace, name=stub.name, uid=stub.uid, resource_version=stub.resource_version,
-            reason=stub.reason, message=stub.message, status=status,
+            generation=stub.generation, reason=stub.reason, message=stub.message, status=status,
         )  # fmt: skip
         self._dispatcher.touch(key)
 

@@ -79,6 +79,7 @@ class Stub:
     namespace: str
     name: str
     resource_version: str
+    generation: int
     reason: Reason
     where: str
     """The exception's type and the function that raised it (for the log and the message)."""
@@ -115,6 +116,7 @@ def stub_of(kind: str, body: Any, error: BaseException) -> Stub:
         namespace=_text(meta.get("namespace")),
         name=_text(meta.get("name")),
         resource_version=_text(meta.get("resourceVersion")),
+        generation=meta["generation"] if type(meta.get("generation")) is int else 0,
         reason=reason_of(error),
         where=where_of(error),
     )

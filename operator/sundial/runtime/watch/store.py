@@ -34,7 +34,7 @@ from sundial.model import names
 from sundial.model.resource import QUARANTINED_FIELD
 from sundial.model.spec import MAX_PRIORITY, MIN_PRIORITY
 from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
-from sundial.runtime.watch import jobs, keeping
+from sundial.runtime.watch import jobs, keeping, quarantine
 from sundial.runtime.watch.blobs import Codec
 from sundial.runtime.watch.calendars import Calendars, refs_of
 
@@ -117,12 +117,13 @@ class Store:
 
     def put_quarantined(
         self, *, namespace: str, name: str, uid: str, resource_version: str, reason: str, message: str,
-        status: Any = None,
+        generation: int = 0, status: Any = None,
     ) -> Key:  # fmt: skip
         """Keep the stub of a ScheduledJob the intake could not read: its metadata, the status if it can be kept,
         and :data:`sundial.model.resource.QUARANTINED_FIELD` (the planner reports it ``Quarantined``)."""
         key: Key = (sys.intern(namespace), name)
-        meta = {"name": name, "namespace": namespace, "uid": uid, "resourceVersion": resource_version}
+        meta = {"name": name, "namespace": namespace, "uid": uid, "resourceVersion": resource_version,
+                "generation": generation}  # fmt: skip
         stub: dict[str, Any] = {"metadata": meta, QUARANTINED_FIELD: {"reason": reason, "message": message}}
         try:
             raw = orjson.dumps(stub | ({"status": status} if isinstance(status, Mapping) else {}))
@@ -153,12 +154,22 @@ class Store:
         Nothing kept (the watch saw it deleted meanwhile): nothing to bring back either."""
         kept = self._scheduled_jobs.get(key_of(body))
         if kept is not None and _version(kept) == read_version:
-            self.put_scheduled_job(body)
+            try:
+                self.put_scheduled_job(body)
+            except Exception:
+                return
 
     def view(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """BODY as the store would keep it (what a pass plans from): a body the API returned to a write or a
-        read is planned exactly as its watch event would be (an object over the bound stays a stub)."""
-        return keeping.bounded(body, limit=self.max_object_bytes)[0]
+        read is planned exactly as its watch event would be (an object over the bound stays a stub, one that cannot
+        be read is its quarantine stub)."""
+        try:
+            return keeping.bounded(body, limit=self.max_object_bytes)[0]
+        except Exception as error:
+            stub = quarantine.stub_of("ScheduledJob", body, error)
+            meta = {"name": stub.name, "namespace": stub.namespace, "uid": stub.uid,
+                    "resourceVersion": stub.resource_version, "generation": stub.generation}  # fmt: skip
+            return {"metadata": meta, QUARANTINED_FIELD: {"reason": stub.reason, "message": stub.message}}
 
     def kept_bytes(self, key: Key) -> int:
         """Bytes the store holds for KEY's ScheduledJob (compressed; 0 if none): what the bound limits."""
