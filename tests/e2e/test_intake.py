@@ -102,6 +102,21 @@ def labelled_job(name: str, namespace: str, *, annotations: dict[str, str] | Non
     )
 
 
+#: The operator's quarantine series as scraped here, replayed by tests/unit/packaging/test_quarantine_alert.py.
+RECORDING = Path(__file__).resolve().parents[1] / "unit" / "packaging" / "promtool" / "series" / "quarantine.json"
+
+
+def record_quarantine_series(operator: Operator) -> None:
+    rows = [
+        {"name": sample.name, "labels": dict(sample.labels), "value": sample.value}
+        for family in text_string_to_metric_families(operator.metrics())
+        for sample in family.samples
+        if sample.name in ("sundial_intake_quarantined_objects", "sundial_intake_quarantined_total")
+    ]
+    note = "scraped by tests/e2e/test_intake.py with SUNDIAL_RECORD_SERIES=1 while its poisons were quarantined"
+    RECORDING.write_text(json.dumps({"note": note, "operator": rows}, indent=1, sort_keys=True) + "\n")
+
+
 def on_time_runs(cluster: Cluster, namespace: str, since: dt.datetime) -> dict[str, list[float]]:
     """For each healthy object, the lag (seconds, from its nominal time to the Job's creation) of its runs due
     after SINCE."""
@@ -147,6 +162,8 @@ def test_poisons_are_quarantined_and_every_other_object_runs_on_time_also_after_
 
     cluster.wait_for(quarantined, timeout=60, message="Ready=False Quarantined on every deep ScheduledJob")
     assert metric(operator, "sundial_intake_quarantined_objects", kind="ScheduledJob") == len(DEEP)
+    if os.environ.get("SUNDIAL_RECORD_SERIES") == "1":
+        record_quarantine_series(operator)
 
     # The other objects' runs go on, on time; the operator never exited.
     cluster.wait_for(
