@@ -23,7 +23,7 @@ from sundial.runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-#: Seconds kopf may take to wind down its watchers after the stop flag is set.
+#: Seconds kopf may take to wind down (its webhook server) after the stop flag is set.
 KOPF_STOP_TIMEOUT = 10.0
 #: Seconds, beyond the renew deadline, the lease thread may take to release the Leases at shutdown.
 LEASE_RELEASE_GRACE = 5.0
@@ -139,8 +139,8 @@ async def _shut_down(
 
 async def _take_over_signals(parts: Parts) -> None:
     # kopf installs its SIGINT/SIGTERM handlers while it spawns its tasks (before it logs in) and only
-    # stops after its watchers wind down (seconds). Ours replace them once kopf is up: stop acting at
-    # once, and let kopf stop through its stop flag (the same event).
+    # stops after its tasks wind down. Ours replace them once kopf is up: stop acting at once, and let kopf
+    # stop through its stop flag (the same event).
     await parts.logged_in.wait()
     await asyncio.sleep(0.2)
     loop = asyncio.get_running_loop()
