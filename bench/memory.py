@@ -5,21 +5,21 @@ captured by ``python -m bench.capture``: server-side-applied, so with ``metadata
 written by Sundial, a jobTemplate with a container, labels and annotations), each with its own name,
 namespace, UID, resourceVersion and timestamps, go through the code paths the operator runs at start:
 
-1. **listing** — kopf's LIST (pages of ``settings.watching.chunk_size``, or one response when None; each
-   decoded with ``json.loads`` as kopf's aiohttp client does) streamed through kopf 1.45's real per-object
-   watcher/workers (``kopf._core.reactor.queueing.watcher`` with ``processing.process_resource_event``, the
-   operator's own registry and ``operator_settings()``; ``--kopf GROUP.NAME=VALUE`` overrides one setting)
-   into the operator's callbacks (``Store.put_scheduled_job``, ``Dispatcher.touch``,
-   ``InitialListing.check``); the initial listing's own LIST goes through ``InitialListing.load`` at the
-   same time (with whichever Lister methods the code under test calls).
+1. **listing** — the operator's own informers (:class:`sundial.runtime.watch.listwatch.ListWatch`, one per
+   kind, with the real sinks of :mod:`sundial.runtime.watch.intake`, the real Store, Quarantine, Dispatcher and
+   Reconciler, readiness as :class:`~sundial.runtime.watch.readiness.Readiness`) fed by :class:`FakeWatches`, an
+   in-memory stand-in for :class:`sundial.kube.watches.Watches`: LIST pages as the informer asks for them
+   (:mod:`sundial.runtime.watch.paging`: bounded in bytes), each page's bytes built then decoded by the
+   operator's own decoder, as a response is. ``rss_mb_peak_listing`` is the process's VmHWM when ready: the
+   peak a LIST needs (``--maximal`` for the largest legal objects).
 2. **first passes** — the real dispatcher runs the real reconciler with the real planner on every key.
    Objects without a status (``--status absent``, the bench's scale scenario: created while no operator
    ran) get their first status write: the fake API answers with a freshly decoded body (as an HTTP
-   response is), and the watch then delivers a MODIFIED event (another decode of its own, as a watch line
-   is) through kopf.
-3. **idle** — kopf's per-object workers exit after ``settings.queueing.idle_timeout``; then RSS (``VmRSS``),
-   the retained size of each component (objects reachable from it and not already counted), and, with
-   ``--trace``, tracemalloc's top allocation sites of what is still alive, each divided by N.
+   response is), and the ScheduledJobs' watch then delivers a MODIFIED line for it (decoded on its own by the
+   informer, as a watch line is).
+3. **idle** — then RSS (``VmRSS``), the retained size of each component (objects reachable from it and not
+   already counted), and, with ``--trace``, tracemalloc's top allocation sites of what is still alive, each
+   divided by N.
 
 RSS is measured in a run without tracemalloc (which adds its own overhead); ``--trace`` re-runs the same
 phases in a child process with tracemalloc on (``--trace-objects`` of them, default min(N, 20,000)).
@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import gc
-import inspect
 import json
 import logging
 import os
@@ -52,16 +52,6 @@ NAMESPACES = 20
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
-def _operator_decoder() -> Callable[[bytes], Any]:
-    """How the operator decodes watch lines and raw responses (``sundial.kube.codec`` where it exists)."""
-    try:
-        from sundial.kube import codec  # noqa: PLC0415
-    except ImportError:
-        return json.loads
-    loads: Callable[[bytes], Any] = codec.loads
-    return loads
-
-
 def _operator_trim() -> Callable[[], Any] | None:
     """The operator's periodic heap trim, where it has one."""
     try:
@@ -72,9 +62,9 @@ def _operator_trim() -> Callable[[], Any] | None:
     return trim
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -150,10 +140,15 @@ class Bodies:
             self._items = [json.dumps(self.body(j), separators=(",", ":")) for j in range(self.n)]
         return self._items[i]
 
-    def list_response(self, start: int = 0, stop: int | None = None) -> bytes:
-        """One LIST response body with objects START..STOP (all N by default)."""
+    def list_response(self, start: int = 0, stop: int | None = None, *, token: str | None = None) -> bytes:
+        """One LIST response body with objects START..STOP (all N by default), TOKEN its ``continue``."""
         items = ",".join(self.item_json(i) for i in range(start, self.n if stop is None else stop))
-        head = '{"apiVersion":"sundial.dev/v1alpha1","kind":"ScheduledJobList","metadata":{"resourceVersion":"1"},'
+        more = f',"continue":"{token}"' if token else ""
+        head = (
+            '{"apiVersion":"sundial.dev/v1alpha1","kind":"ScheduledJobList","metadata":{"resourceVersion":"1"'
+            + more
+            + "},"
+        )
         return (head + '"items":[' + items + "]}").encode()
 
 
@@ -161,8 +156,11 @@ class Bodies:
 
 
 class Elector:
+    """Holds its one shard's Lease (no record: the fencing token carries no Lease uid)."""
+
     holding = True
     transitions = 1
+    record = None
 
 
 class FakeApi:
@@ -174,43 +172,17 @@ class FakeApi:
         self.writes = 0
         self.index = {bodies.name(i): i for i in range(bodies.n)}
 
-    # The initial listing's own LIST: before it was paged, one decode of the whole list (list_scheduled_jobs).
-
-    async def list_scheduled_jobs(self, *, namespace: str | None) -> list[dict[str, Any]]:
-        listed: list[dict[str, Any]] = json.loads(self.bodies.list_response())["items"]
-        return listed
-
-    async def list_jobs(self, *, namespace: str | None, label_selector: str) -> list[dict[str, Any]]:
-        return []
-
-    async def scheduled_job_pages(
-        self, *, namespace: str | None, limit: int, **_: Any
-    ) -> AsyncIterator[list[dict[str, Any]]]:
-        decode = _operator_decoder()
-        for start in range(0, self.bodies.n, limit):
-            items = ",".join(self.bodies.item_json(i) for i in range(start, min(start + limit, self.bodies.n)))
-            yield decode(('{"items":[' + items + "]}").encode())["items"]
-            await asyncio.sleep(0)
-
-    async def job_pages(
-        self, *, namespace: str | None, label_selector: str, limit: int, **_: Any
-    ) -> AsyncIterator[list[dict[str, Any]]]:
-        yield []
-
-    async def schedule_calendar_pages(self, **_: Any) -> AsyncIterator[list[dict[str, Any]]]:
-        yield []
-
     async def get_scheduled_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
         raise AssertionError("no conflicts in this bench")
 
     async def write_status(self, *, namespace: str, name: str, resource_version: str, status: Mapping[str, Any]) -> Any:
-        from sundial.kube import results  # noqa: PLC0415
+        from sundial.kube import codec, results  # noqa: PLC0415
 
         self.writes += 1
         i = self.index[(namespace, name)]
         raw = json.dumps(self.bodies.body(i, status=status, rv=int(resource_version) + 1_000_000)).encode()
         self.on_written(raw)  # the watch's MODIFIED event for the same write (decoded on its own)
-        return results.Written(body=_operator_decoder()(raw))
+        return results.Written(body=codec.loads(raw))
 
     async def delete_scheduled_job(self, **_: Any) -> Any:
         raise AssertionError("idle objects are never deleted")
@@ -231,164 +203,124 @@ class NoEvents:
 
 
 class Operator:
-    """Store, listing, dispatcher, reconciler, kopf registry/settings: as ``assembly.build`` makes them."""
+    """Store, quarantine, dispatcher, reconciler and the three intake sinks, as ``assembly.build`` makes them."""
 
     def __init__(self, bodies: Bodies, *, max_concurrency: int) -> None:
-        from sundial.kube import leases  # noqa: PLC0415
         from sundial.runtime.acting.reconciler import Reconciler  # noqa: PLC0415
         from sundial.runtime.assembly import default_planner  # noqa: PLC0415
         from sundial.runtime.coordination.leadership import Leadership, Sharding  # noqa: PLC0415
         from sundial.runtime.dispatch.dispatcher import Dispatcher  # noqa: PLC0415
         from sundial.runtime.serving.metrics import Metrics  # noqa: PLC0415
-        from sundial.runtime.watch import informers  # noqa: PLC0415
-        from sundial.runtime.watch.readiness import InitialListing  # noqa: PLC0415
+        from sundial.runtime.watch import intake, kinds  # noqa: PLC0415
+        from sundial.runtime.watch.keeping import object_bound  # noqa: PLC0415
+        from sundial.runtime.watch.quarantine import Quarantine  # noqa: PLC0415
+        from sundial.runtime.watch.readiness import Readiness  # noqa: PLC0415
         from sundial.runtime.watch.store import Store  # noqa: PLC0415
 
-        self.events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self.api = FakeApi(bodies, on_written=lambda raw: self.events.put_nowait({"type": "MODIFIED", "raw": raw}))
-        try:  # the operator's bound on one kept object, where it has one (runtime/watch/keeping.py)
-            from sundial.runtime.watch.keeping import object_bound  # noqa: PLC0415
-
-            self.store = Store(max_object_bytes=object_bound(256 * 1024))
-        except ImportError:
-            self.store = Store()
-        self.listing = InitialListing(self.store)
+        self.events: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.api = FakeApi(bodies, on_written=self._echo)
+        self.store = Store(max_object_bytes=object_bound(256 * 1024))  # the webhook's default jobTemplate bound
         self.metrics = Metrics()
+        self.quarantine = Quarantine(
+            on_quarantine=self.metrics.intake.count_quarantined, on_size=self.metrics.intake.set_quarantined
+        )
+        self.readiness = Readiness()
         elector: Any = Elector()
         sharding = Sharding(api=cast(Any, None), member=elector, prefix="bench", retry_period=1.0)  # never run
         self.leadership = Leadership([elector], sharding=sharding)
-        del leases
-        wiring: dict[str, Any] = {
-            "store": self.store,
-            "api": self.api,
-            "leadership": self.leadership,
-            "planner": default_planner(),
-            "metrics": self.metrics,
-            "clock": lambda: datetime.now(UTC),
-            "identity": "bench-memory",  # the Reconciler's signature moves: pass what it takes
-            "events": NoEvents(),
-        }
-        accepted = inspect.signature(Reconciler).parameters
-        self.reconciler = Reconciler(**{k: v for k, v in wiring.items() if k in accepted})
+        self.reconciler = Reconciler(
+            store=self.store,
+            api=cast(Any, self.api),
+            leadership=self.leadership,
+            planner=default_planner(),
+            events=cast(Any, NoEvents()),
+            metrics=self.metrics,
+            clock=lambda: datetime.now(UTC),
+        )
         self.dispatcher = Dispatcher(
             reconcile=self.reconciler.reconcile, max_concurrency=max_concurrency, clock=lambda: datetime.now(UTC)
         )
-        self.passes = 0
-        self.settings = informers.operator_settings()
-        wired: dict[str, Any] = {"configuration": None}
-        if "on_scheduled_job" in inspect.signature(informers.registry).parameters:
-            wired["on_scheduled_job"] = self.on_scheduled_job  # kopf watched them before listwatch.py
-        if "on_job" in inspect.signature(informers.registry).parameters:
-            wired["on_job"] = self.on_job  # kopf watched the Jobs before they had their own informer
-        if "on_calendar" in inspect.signature(informers.registry).parameters:
-            wired["on_calendar"] = self.on_calendar  # required since ScheduleCalendars are watched
-        self.registry = informers.registry(**wired)
+        self.watches = FakeWatches(bodies, self.events)
+        self.sinks = {
+            kinds.SCHEDULED_JOBS.plural: intake.ScheduledJobs(
+                store=self.store, dispatcher=self.dispatcher, reconciler=self.reconciler, quarantine=self.quarantine
+            ),
+            kinds.JOBS.plural: intake.Jobs(store=self.store, dispatcher=self.dispatcher, quarantine=self.quarantine),
+            kinds.SCHEDULE_CALENDARS.plural: intake.ScheduleCalendars(
+                store=self.store, dispatcher=self.dispatcher, quarantine=self.quarantine
+            ),
+        }
+        self.informers = informers(self.watches, self.sinks, self.readiness, self.metrics)
 
-    def on_scheduled_job(self, kind: str | None, body: Mapping[str, Any]) -> None:
-        if kind == "DELETED":
-            key = self.store.drop_scheduled_job(body)
-            self.dispatcher.forget(key)
-            self.reconciler.forget(key)
-        else:
-            self.dispatcher.touch(self.store.put_scheduled_job(body))
-        self.listing.check()
-
-    def on_job(self, kind: str | None, body: Mapping[str, Any]) -> None:
-        raise AssertionError("idle objects have no Jobs")
-
-    def on_calendar(self, kind: str | None, body: Mapping[str, Any]) -> None:
-        raise AssertionError("the bench has no ScheduleCalendars")
+    def _echo(self, raw: bytes) -> None:
+        """The watch line of a status write: ``{"type":"MODIFIED","object":...}`` as the API server sends it."""
+        self.events.put_nowait(b'{"type":"MODIFIED","object":' + raw + b"}\n")
 
 
-# -- kopf, fed from memory instead of a watch ---------------------------------------------------------------
+def informers(watches: Any, sinks: Mapping[str, Any], readiness: Any, metrics: Any) -> list[Any]:
+    """One real :class:`~sundial.runtime.watch.listwatch.ListWatch` per kind (as ``assembly._informers``)."""
+    from sundial.runtime.watch import kinds  # noqa: PLC0415
+    from sundial.runtime.watch.listwatch import ListWatch  # noqa: PLC0415
+
+    made = [
+        ListWatch(watches=watches, sink=sinks[collection.plural], collection=collection,
+                  on_synced=readiness.check, observer=metrics.intake)
+        for collection in (kinds.SCHEDULED_JOBS, kinds.JOBS, kinds.SCHEDULE_CALENDARS)
+    ]  # fmt: skip
+    readiness.wait_for(made)
+    return made
 
 
-class FeedKopf:
-    """kopf 1.45's watcher + per-object workers + processor, with ``infinite_watch`` replaced by a feed."""
+# -- the API, from memory instead of a cluster ---------------------------------------------------------------
 
-    def __init__(self, op: Operator) -> None:
-        from kopf._cogs.structs import ephemera, references  # noqa: PLC0415
-        from kopf._core.actions import lifecycles  # noqa: PLC0415
-        from kopf._core.engines import indexing  # noqa: PLC0415
-        from kopf._core.reactor import inventory, processing  # noqa: PLC0415
 
-        from sundial import model  # noqa: PLC0415
+class FakeWatches:
+    """A stand-in for :class:`sundial.kube.watches.Watches`: LIST pages cut from the N bodies (the ``continue``
+    token is the next offset; each page's bytes decoded by the operator's own ``watches.decode``, as a response
+    is), and for the ScheduledJobs a watch whose lines are the MODIFIED events of the status writes. The Jobs and
+    ScheduleCalendars list empty and their watches stay silent. ``pages`` records (objects, bytes) of each page
+    served."""
 
-        self.op = op
-        self.resource = references.Resource(
-            group=model.resource.GROUP,
-            version=model.resource.VERSION,
-            plural=model.resource.PLURAL,
-            kind=model.resource.KIND,
-            namespaced=True,
-            verbs=["list", "watch", "get", "patch"],
-        )
-        indexers = indexing.OperatorIndexers()
-        indexers.ensure(op.registry._indexing.get_all_handlers())
-        from sundial.runtime.watch import informers  # noqa: PLC0415
+    def __init__(self, bodies: Bodies, events: asyncio.Queue[bytes | None]) -> None:
+        self.bodies = bodies
+        self.events = events
+        self.pages: list[tuple[int, int]] = []
+        self._quiet = asyncio.Event()
 
-        # The operator's own memory container where it passes one to kopf.operator(memories=...).
-        factory = getattr(informers, "resource_memories", inventory.ResourceMemories)
-        self.memories = factory()
-        self.processor = _partial(
-            processing.process_resource_event,
-            lifecycle=lifecycles.get_default_lifecycle(),
-            registry=op.registry,
-            settings=op.settings,
-            indexers=indexers,
-            memories=self.memories,
-            memobase=ephemera.AnyMemo(ephemera.Memo()),
-            operator_paused=None,
-            event_queue=asyncio.Queue(),
-            resource=self.resource,
+    async def page(
+        self, collection: Any, *, namespace: str | None, limit: int, token: str | None = None, any_version: bool = False
+    ) -> Any:
+        from sundial.kube.watches import Page, decode  # noqa: PLC0415
+        from sundial.runtime.watch import kinds  # noqa: PLC0415
+
+        await asyncio.sleep(0)  # the request
+        if collection.plural != kinds.SCHEDULED_JOBS.plural:
+            return Page(items=[], version="1", token=None, size=2)
+        start = int(token or 0)
+        stop = min(start + limit, self.bodies.n)
+        data = self.bodies.list_response(start, stop, token=str(stop) if stop < self.bodies.n else None)
+        self.pages.append((stop - start, len(data)))
+        body = await decode(data)
+        return Page(
+            items=body["items"],
+            version=body["metadata"]["resourceVersion"],
+            token=body["metadata"].get("continue"),
+            size=len(data),
         )
 
-    async def _feed(self, **_: Any) -> AsyncIterator[Any]:
-        from kopf._cogs.clients import watching  # noqa: PLC0415
+    async def lines(
+        self, collection: Any, *, namespace: str | None, resource_version: str, seconds: int, idle: float
+    ) -> AsyncIterator[bytes]:
+        from sundial.runtime.watch import kinds  # noqa: PLC0415
 
-        # kopf's fetch_objs + continuous_watch: LIST pages of settings.watching.chunk_size (all at once when
-        # None), each response decoded with the standard library (aiohttp's response.json()), its items
-        # yielded as type-None events, the page dropped before the next request.
-        n = self.op.api.bodies.n
-        size = self.op.settings.watching.chunk_size or n
-        for start in range(0, n, size):
-            items = json.loads(self.op.api.bodies.list_response(start, min(start + size, n)))["items"]
-            for item in items:
-                yield {"type": None, "object": item}
-            del items, item
-            await asyncio.sleep(0)  # the next page's request
-        yield watching.Bookmark.LISTED
-        while True:  # the watch: each line decoded on its own
-            event = await self.op.events.get()
-            if event is None:
-                return
-            yield {"type": event["type"], "object": _operator_decoder()(event["raw"])}
-
-    async def run(self) -> None:
-        from kopf._core.reactor import queueing  # noqa: PLC0415
-
-        if not self.op.registry._watching.has_handlers(resource=self.resource):
-            # The ScheduledJobs' own informer (sundial.runtime.watch.listwatch): each decoded body straight to
-            # the intake, no kopf worker in between.
-            async for event in self._feed():
-                if isinstance(event, dict):
-                    self.op.on_scheduled_job(event["type"], event["object"])
+        if collection.plural != kinds.SCHEDULED_JOBS.plural:
+            await self._quiet.wait()  # never set: no Jobs, no ScheduleCalendars
             return
-
-        original = queueing.watching.infinite_watch
-        queueing.watching.infinite_watch = self._feed  # type: ignore[assignment]
-        try:
-            await queueing.watcher(
-                namespace=None, settings=self.op.settings, resource=self.resource, processor=self.processor
-            )
-        finally:
-            queueing.watching.infinite_watch = original  # type: ignore[assignment]
-
-
-def _partial(fn: Callable[..., Any], **fixed: Any) -> Callable[..., Any]:
-    import functools  # noqa: PLC0415
-
-    return functools.partial(fn, **fixed)
+        while True:
+            line = await self.events.get()
+            if line is None:
+                return
+            yield line
 
 
 # -- retained size by component ------------------------------------------------------------------------------
@@ -421,7 +353,7 @@ def retained(roots: Iterable[Any], seen: set[int]) -> tuple[int, int]:
     return total, count
 
 
-def components(op: Operator, kopf: FeedKopf) -> list[tuple[str, int, int]]:
+def components(op: Operator) -> list[tuple[str, int, int]]:
     """What each part keeps, in this order (an object shared by two parts counts in the first)."""
     seen: set[int] = set()
     store = op.store
@@ -429,10 +361,10 @@ def components(op: Operator, kopf: FeedKopf) -> list[tuple[str, int, int]]:
     parts: list[tuple[str, list[Any]]] = [
         ("store: ScheduledJob bodies", [getattr(store, "_scheduled_jobs", None)]),
         ("store: other (seen UIDs, Jobs, tombstones)", [v for k, v in vars(store).items() if k != "_scheduled_jobs"]),
-        ("initial listing (expected UIDs)", [vars(op.listing)]),
+        ("quarantine (stubs)", [vars(op.quarantine)]),
         ("dispatcher: due index + maps", [vars(dispatcher)]),
         ("reconciler: per-key maps", [v for k, v in vars(op.reconciler).items() if k not in ("_api", "_store")]),
-        ("kopf: per-object memories", [kopf.memories]),
+        ("informers (state between pages)", [vars(informer) for informer in op.informers]),
     ]
     result = []
     for name, roots in parts:
@@ -452,51 +384,47 @@ async def measure(
     max_concurrency: int,
     fixture: Path,
     top: int,
-    kopf_overrides: Sequence[str] = (),
 ) -> dict[str, Any]:
+    from sundial.runtime.watch import paging  # noqa: PLC0415
+
     gc.collect()
     out: dict[str, Any] = {"objects": n, "status": "present" if with_status else "absent", "tracemalloc": trace}
     bodies = Bodies(fixture, n, with_status=with_status)
     op = Operator(bodies, max_concurrency=max_concurrency)
-    for override in kopf_overrides:  # e.g. watching.chunk_size=None, queueing.idle_timeout=5.0
-        path, value = override.split("=", 1)
-        group, name = path.split(".")
-        setattr(getattr(op.settings, group), name, None if value == "None" else type_of(value))
-    out["kopf_settings"] = {
-        "watching.chunk_size": op.settings.watching.chunk_size,
-        "queueing.idle_timeout": op.settings.queueing.idle_timeout,
-    }
-    kopf = FeedKopf(op)
+    out["paging"] = {"first_objects": paging.FIRST_PAGE_OBJECTS, "most_objects": paging.PAGE_OBJECTS,
+                     "page_bytes": paging.PAGE_BYTES}  # fmt: skip
     out["fixture_compact_json_bytes"] = len(bodies.item_json(0))  # builds the N items' JSON (held throughout)
     gc.collect()
     base = rss_mb()
     out["rss_mb_baseline"] = round(base, 1)
+    reset_peak()
     if trace:
         tracemalloc.start(12)
     started = time.monotonic()
 
-    # 1. kopf's LIST and the initial listing's own LIST, concurrently.
+    # 1. The three informers list (only the ScheduledJobs have objects), then watch.
     stopping = asyncio.Event()
-    kopf_task = asyncio.create_task(kopf.run(), name="kopf watcher")
-    listing_task = asyncio.create_task(op.listing.load(op.api, ()), name="initial listing")
-    await asyncio.wait_for(op.listing.ready.wait(), timeout=max(600.0, n / 20))
+    informer_tasks = [asyncio.create_task(i.run(), name=f"{i.plural} informer") for i in op.informers]
+    await asyncio.wait_for(op.readiness.ready.wait(), timeout=max(600.0, n / 20))
     out["ready_seconds"] = round(time.monotonic() - started, 1)
     out["rss_mb_at_ready"] = round(rss_mb(), 1)
-    await listing_task
+    out["rss_mb_peak_listing"] = round(rss_mb("VmHWM"), 1)
+    out["rss_mb_peak_listing_above_baseline"] = round(out["rss_mb_peak_listing"] - base, 1)
+    pages = op.watches.pages
+    out["pages"] = len(pages)
+    out["largest_page_bytes"] = max((size for _, size in pages), default=0)
+    out["page_objects"] = sorted({count for count, _ in pages})
 
     # 2. The dispatcher's first pass over every key (first status writes when absent).
     dispatcher_task = asyncio.create_task(op.dispatcher.run(stopping), name="dispatcher")
     first_passes = time.monotonic()
-    while busy(op.dispatcher):
-        await asyncio.sleep(0.2)
-    while not op.events.empty():
+    while busy(op.dispatcher) or not op.events.empty():
         await asyncio.sleep(0.2)
     out["first_passes_seconds"] = round(time.monotonic() - first_passes, 1)
     out["status_writes"] = op.api.writes
     out["rss_mb_after_first_passes"] = round(rss_mb(), 1)
 
-    # 3. Idle: kopf's workers exit after idle_timeout; nothing else is happening.
-    await asyncio.sleep(op.settings.queueing.idle_timeout + 1.0)
+    # 3. Idle: nothing else is happening.
     gc.collect()
     out["rss_mb_idle"] = round(rss_mb(), 1)
     out["rss_kb_per_object_idle"] = round((out["rss_mb_idle"] - base) * 1024 / n, 2)
@@ -510,20 +438,27 @@ async def measure(
     out["rss_kb_per_object_at_ready"] = round((out["rss_mb_at_ready"] - base) * 1024 / n, 2)
     out["due_index_size"] = len(op.dispatcher.index)
     out["store_size"] = len(op.store)
-    out["kopf_memories"] = len(list(kopf.memories.iter_all_memories()))
+    out["quarantined"] = sum(len(op.quarantine.names(kind, None)) for kind in ("ScheduledJob", "Job"))
     if trace:
         snapshot = tracemalloc.take_snapshot()
         tracemalloc.stop()
         out["tracemalloc_top"] = _top(snapshot, n, top)
     out["components"] = [
         {"component": name, "bytes_per_object": round(size / n), "objects_per_object": round(count / n, 1)}
-        for name, size, count in components(op, kopf)
+        for name, size, count in components(op)
     ]
 
     stopping.set()
-    op.events.put_nowait(None)
-    await asyncio.gather(dispatcher_task, kopf_task, return_exceptions=True)
+    for task in informer_tasks:
+        task.cancel()
+    await asyncio.gather(dispatcher_task, *informer_tasks, return_exceptions=True)
     return out
+
+
+def reset_peak() -> None:
+    """Reset this process's VmHWM to its current RSS (``/proc/self/clear_refs`` 5), where the kernel allows."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
 
 
 def busy(dispatcher: Any) -> bool:
@@ -532,18 +467,14 @@ def busy(dispatcher: Any) -> bool:
     return bool(len(dispatcher.queue) or dispatcher._inflight or (due is not None and due <= datetime.now(UTC)))
 
 
-def type_of(value: str) -> int | float:
-    return float(value) if "." in value else int(value)
-
-
 def _top(snapshot: tracemalloc.Snapshot, n: int, top: int) -> list[dict[str, Any]]:
-    """Top allocation sites still alive (first frame inside this repo's operator or kopf/json/pydantic)."""
+    """Top allocation sites still alive (the frames inside this repo's operator)."""
     snapshot = snapshot.filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
     stats = snapshot.statistics("traceback")
     rows = []
     for stat in stats[:top]:
         frames = [f"{Path(f.filename).name}:{f.lineno}" for f in stat.traceback]
-        ours = [f for f in stat.traceback if "/sundial/" in f.filename or "/kopf/" in f.filename]
+        ours = [f for f in stat.traceback if "/sundial/" in f.filename]
         rows.append(
             {
                 "bytes_per_object": round(stat.size / n, 1),
@@ -557,7 +488,9 @@ def _top(snapshot: tracemalloc.Snapshot, n: int, top: int) -> list[dict[str, Any
 
 def render(result: Mapping[str, Any]) -> str:
     lines = [
-        f"kopf settings: {result['kopf_settings']}",
+        f"paging: {result['paging']}; {result['pages']} pages of {result['page_objects']} objects, the largest "
+        f"{result['largest_page_bytes']} bytes; peak RSS while listing {result['rss_mb_peak_listing']} MB "
+        f"({result['rss_mb_peak_listing_above_baseline']} MB above the baseline)",
         f"objects: {result['objects']} (status {result['status']}; one body = "
         f"{result['fixture_compact_json_bytes']} bytes of compact JSON)",
         f"RSS baseline {result['rss_mb_baseline']} MB; at ready {result['rss_mb_at_ready']} MB "
@@ -571,7 +504,7 @@ def render(result: Mapping[str, Any]) -> str:
             if "rss_mb_idle_trimmed" in result
             else ""
         ),
-        f"store {result['store_size']}, due index {result['due_index_size']}, kopf memories {result['kopf_memories']}",
+        f"store {result['store_size']}, due index {result['due_index_size']}, quarantined {result['quarantined']}",
         "",
         "| component (retained, idle) | bytes/object | Python objects/object |",
         "|---|---|---|",
@@ -614,13 +547,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "a 256 KiB jobTemplate, a 240 KB trigger token)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
-    parser.add_argument(
-        "--kopf",
-        action="append",
-        default=[],
-        metavar="GROUP.NAME=VALUE",
-        help="override a kopf setting of operator_settings(), e.g. watching.chunk_size=None",
-    )
     parser.add_argument("--_traced", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -637,7 +563,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_concurrency=args.max_concurrency,
             fixture=args.fixture,
             top=args.top,
-            kopf_overrides=args.kopf,
         )
     )
     result["loadavg"] = [round(value, 2) for value in os.getloadavg()]  # the machine is shared: how busy it was
@@ -648,8 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.trace:
         n = args.trace_objects or min(args.objects, 20_000)
         child = [sys.executable, "-m", "bench.memory", "--_traced", "--objects", str(n), "--status", args.status,
-                 "--top", str(args.top), "--max-concurrency", str(args.max_concurrency), "--fixture", str(args.fixture),
-                 *(f"--kopf={override}" for override in args.kopf)]  # fmt: skip
+                 "--top", str(args.top), "--max-concurrency", str(args.max_concurrency), "--fixture", str(args.fixture)]  # fmt: skip
         done = subprocess.run(child, capture_output=True, text=True, check=True, env=os.environ.copy())
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
     for item in results:
