@@ -168,7 +168,34 @@ def first_run_cost(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-HEADLINES = {"herd": herd, "steady": steady, "scale": scale, "cost": first_run_cost}
+def _intake_run(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not run:
+        return None
+    return {
+        "objects": run.get("objects"),
+        "rss_peak_mb_at_ready": run.get("rss_peak_mb_at_ready"),
+        "ready_s": run.get("ready_seconds"),
+        "rss_mb_idle": run.get("rss_mb_idle"),
+        "rss_peak_mb": run.get("rss_peak_mb"),
+        "loadavg": {"at_start": run.get("load_at_start"), "idle": run.get("load_idle")},
+    }
+
+
+def intake(result: dict[str, Any]) -> dict[str, Any]:
+    """The intake scenario: peak RSS while listing the largest legal objects (and ordinary ones, and none)."""
+    return {
+        "intake": {
+            "n": result["n"],
+            "object_bytes_as_served": result.get("object_bytes_as_served"),
+            "none": _intake_run(result.get("none")),
+            "largest": _intake_run(result.get("largest")),
+            "ordinary": _intake_run(result.get("ordinary_run")),
+            "targets": {"chart_memory_limit_mb": 512, "page_bytes": 16 * 1024 * 1024},
+        }
+    }
+
+
+HEADLINES = {"herd": herd, "steady": steady, "scale": scale, "cost": first_run_cost, "intake": intake}
 
 
 def headlines(name: str, result: dict[str, Any]) -> dict[str, dict[str, Any]]:

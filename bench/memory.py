@@ -198,7 +198,7 @@ class FakeApi:
 
 
 class NoEvents:
-    def record(self, *_: Any) -> None:
+    def record(self, *_: Any, **__: Any) -> None:
         return None
 
 

@@ -1,4 +1,4 @@
-"""The six scenarios and their sizes. Each runs on its own fresh sandbox.
+"""The seven scenarios and their sizes. Each runs on its own fresh sandbox.
 
 Besides the size's keys, ``--set`` takes ``herd_contenders`` (default ``raw,sundial,cronjob-default,
 cronjob-raised``), ``steady_contenders`` (``raw,sundial,cronjob``), ``cost_contenders``
@@ -14,6 +14,7 @@ from typing import Any
 from bench import cost
 from bench.failover import Failover
 from bench.herd import Herd
+from bench.intake import Intake
 from bench.neighbour import Neighbour
 from bench.scale import Scale
 from bench.steady import Steady
@@ -28,18 +29,21 @@ SIZES: dict[str, dict[str, Any]] = {
         "herd_n": 100, "herd_namespaces": 4, "steady_m": 50, "steady_minutes": 1, "scale_n": 500,
         "cost_n": 100, "failover_objects": 5, "idle_seconds": 10, "herd_priority_share": 0.0,
         "neighbour_victims": 5, "neighbour_seconds": 30,
+        "intake_n": 500, "intake_ordinary": 2000,
     },
     "small": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 300, "herd_namespaces": 10, "steady_m": 100, "steady_minutes": 2, "scale_n": 2000,
         "cost_n": 200, "failover_objects": 10, "idle_seconds": 20, "herd_priority_share": 0.0,
         "neighbour_victims": 20, "neighbour_seconds": 90,
+        "intake_n": 500, "intake_ordinary": 10000,
     },
     "full": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
         "herd_n": 2000, "herd_namespaces": 20, "steady_m": 1000, "steady_minutes": 10, "scale_n": 100000,
         "cost_n": 500, "failover_objects": 20, "idle_seconds": 60, "herd_priority_share": 0.0,
         "neighbour_victims": 20, "neighbour_seconds": 150,
+        "intake_n": 500, "intake_ordinary": 20000,
     },
 }  # fmt: skip
 
@@ -113,6 +117,15 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             victims=params["neighbour_victims"],
             seconds=params["neighbour_seconds"],
             operator_args=operator_args(extra=params.get("sundial_args", "")),
+        ).run()
+    if name == "intake":
+        return Intake(
+            out=out,
+            n=params["intake_n"],
+            ordinary=params["intake_ordinary"],
+            operator_args=operator_args(
+                params["sundial_qps"], params["sundial_burst"], extra=params.get("sundial_args", "")
+            ),
         ).run()
     if name == "failover":
         return Failover(out=out, objects=params["failover_objects"], operator_args=[]).run()
