@@ -66,7 +66,19 @@ def body(fixture: Path) -> dict[str, Any]:
     return captured
 
 
-def write(fixture: Path, path: Path) -> Path:
+def legal(fixture: Path) -> dict[str, Any]:
+    """The captured object of FIXTURE with the spec and annotations of the largest ScheduledJob the CRD and the
+    webhook admit (:func:`bench.intake.largest`; :func:`body` is larger, and refused)."""
+    from bench import intake  # noqa: PLC0415
+
+    captured = json.loads(fixture.read_text(encoding="utf-8"))
+    largest = intake.largest(captured["metadata"]["name"], 0, template_bytes=TEMPLATE_BYTES)
+    captured["spec"] = largest["spec"]
+    captured["metadata"].setdefault("annotations", {}).update(largest["metadata"]["annotations"])
+    return captured
+
+
+def write(fixture: Path, path: Path, *, admitted: bool = False) -> Path:
     """Write the maximal object made from FIXTURE to PATH (the bench reads its template from a file)."""
-    path.write_text(json.dumps(body(fixture)), encoding="utf-8")
+    path.write_text(json.dumps(legal(fixture) if admitted else body(fixture)), encoding="utf-8")
     return path

@@ -546,15 +546,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a maximal legal object instead of the fixture (bench/maximal.py: every spec field at its CRD bound, "
         "a 256 KiB jobTemplate, a 240 KB trigger token)",
     )
+    parser.add_argument(
+        "--largest-legal",
+        action="store_true",
+        help="the largest ScheduledJob the CRD and the webhook admit (bench/intake.py: the intake scenario's object)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--_traced", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     with_status = args.status == "present"
-    if args.maximal:
+    if args.maximal or args.largest_legal:
         from bench import maximal  # noqa: PLC0415
 
-        args.fixture = maximal.write(args.fixture, Path(tempfile.mkdtemp(prefix="bench-maximal-")) / "maximal.json")
+        made = Path(tempfile.mkdtemp(prefix="bench-maximal-")) / "maximal.json"
+        args.fixture = maximal.write(args.fixture, made, admitted=args.largest_legal)
     result = asyncio.run(
         measure(
             args.objects,
@@ -573,7 +579,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.trace:
         n = args.trace_objects or min(args.objects, 20_000)
         child = [sys.executable, "-m", "bench.memory", "--_traced", "--objects", str(n), "--status", args.status,
-                 "--top", str(args.top), "--max-concurrency", str(args.max_concurrency), "--fixture", str(args.fixture)]  # fmt: skip
+                 "--top", str(args.top), "--max-concurrency", str(args.max_concurrency),
+                 "--fixture", str(args.fixture)]  # fmt: skip
         done = subprocess.run(child, capture_output=True, text=True, check=True, env=os.environ.copy())
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
     for item in results:
