@@ -363,8 +363,13 @@ def components(op: Operator) -> list[tuple[str, int, int]]:
         ("store: other (seen UIDs, Jobs, tombstones)", [v for k, v in vars(store).items() if k != "_scheduled_jobs"]),
         ("quarantine (stubs)", [vars(op.quarantine)]),
         ("dispatcher: due index + maps", [vars(dispatcher)]),
-        ("reconciler: per-key maps", [v for k, v in vars(op.reconciler).items() if k not in ("_api", "_store")]),
-        ("informers (state between pages)", [vars(informer) for informer in op.informers]),
+        ("reconciler: compiled specs", [op.reconciler.compiled]),
+        (
+            "reconciler: other per-key maps",
+            [v for k, v in vars(op.reconciler).items() if k not in ("_api", "_store", "compiled")],
+        ),
+        # The informers' own state; their Watches stand-in (which holds the bench's N bodies) is not theirs.
+        ("informers", [v for i in op.informers for k, v in vars(i).items() if k != "_watches"]),
     ]
     result = []
     for name, roots in parts:
