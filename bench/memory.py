@@ -355,7 +355,7 @@ def retained(roots: Iterable[Any], seen: set[int]) -> tuple[int, int]:
 
 def components(op: Operator) -> list[tuple[str, int, int]]:
     """What each part keeps, in this order (an object shared by two parts counts in the first)."""
-    seen: set[int] = {id(op.watches)}  # the stand-in for the API holds the bench's N bodies: not the operator's
+    seen: set[int] = {id(op.watches), id(op.api)}  # the stand-ins for the API hold the N bodies: not the operator's
     store = op.store
     dispatcher = op.dispatcher
     parts: list[tuple[str, list[Any]]] = [
