@@ -2,7 +2,7 @@
 
 A fresh sandbox; the object is created with ``kubectl apply --server-side`` (so ``metadata.managedFields``
 is what server-side apply writes), the operator runs until it has written a status, and the object is read
-back as the API server returns it (a LIST item, the shape kopf and the initial listing receive).
+back as the API server returns it (a LIST item, the shape the informers receive).
 """
 
 from __future__ import annotations
