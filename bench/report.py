@@ -187,6 +187,16 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
                                                                         ("hostile", latest["hostile"]))]  # fmt: skip
         lines += _table(["phase", "runs", "missed", "p50 (s)", "p99 (s)", "/readyz misses", "load after"], rows)
         lines += [f"Goal {latest['goal']}: {'met' if latest['goal_met'] else 'NOT met'}.", ""]
+    intake = scen.get("intake", {})
+    if "largest" in intake:
+        lines += [f"## intake: the operator's memory while it lists ({intake.get('object_bytes_as_served')} bytes "
+                  "an object as served)", ""]  # fmt: skip
+        rows = [[name, d.get("objects"), d.get("rss_peak_mb_at_ready"), d.get("ready_seconds"), d.get("rss_mb_idle"),
+                 d.get("rss_peak_mb"), _load(d.get("load_at_start"))]
+                for name, d in (("none", intake.get("none")), ("largest legal", intake.get("largest")),
+                                ("ordinary", intake.get("ordinary_run"))) if d]  # fmt: skip
+        lines += _table(["objects", "count", "peak RSS at ready (MB)", "ready (s)", "idle RSS (MB)",
+                         "peak RSS in all (MB)", "load at start"], rows)  # fmt: skip
     lines += [f"![{image}]({image})" for image in images]
     return "\n".join(lines) + "\n"
 
