@@ -115,33 +115,27 @@ def test_a_raw_shaped_contender_gets_its_own_ratio(tmp_path: Path, recorded: dic
     assert written["sundial_over_raw_shaped"]["last"] == 2.0
 
 
-def _intake_run(objects: int, peak: float) -> dict[str, Any]:
-    """One operator run of the intake scenario, as ``bench.intake.Intake._operator`` returns it."""
-    return {
-        "objects": objects, "load_at_start": [1.0, 1.0, 1.0], "scope": ["cluster"], "ready_seconds": 3.2,
-        "rss_peak_mb_at_ready": peak, "rss_mb_at_ready": peak - 10, "settle_seconds": 12.0,
-        "rss_mb_idle": peak - 20, "rss_peak_mb": peak + 5, "quarantined": 0.0, "load_idle": [1.5, 1.2, 1.1],
-    }  # fmt: skip
-
-
-def test_the_intake_section_has_each_run_with_its_load(tmp_path: Path) -> None:
-    result = {
-        "n": 500, "ordinary": 2000, "object_bytes_as_served": 540_000, "ok": True,
-        "none": _intake_run(0, 80.0), "largest": _intake_run(500, 250.0), "ordinary_run": _intake_run(2000, 120.0),
-    }  # fmt: skip
+def test_the_intake_section_has_each_run_with_its_load(tmp_path: Path, recorded: dict[str, Any]) -> None:
+    """From a recorded smoke run of the intake scenario (500 largest legal objects, 2,000 ordinary, none)."""
+    result = recorded["intake"]
     path = tmp_path / "latest.json"
     path.write_text(json.dumps({"memory": {"x": 1}}))
-    assert latest.record(path, "intake", result, {**LABEL, "command": "python -m bench run --scenario intake"}) == [
-        "intake"
-    ]
+    label = {**LABEL, "command": "python -m bench run --scenario intake", "machine": {"cores": 2}}
+    assert latest.record(path, "intake", result, label) == ["intake"]
     written = json.loads(path.read_text(encoding="utf-8"))
     assert written["memory"] == {"x": 1}
     section = written["intake"]
-    assert section["n"] == 500 and section["object_bytes_as_served"] == 540_000
-    for run, peak in (("none", 80.0), ("largest", 250.0), ("ordinary", 120.0)):
-        assert section[run]["rss_peak_mb_at_ready"] == peak, run
-        assert section[run]["rss_mb_idle"] == peak - 20, run
-        assert section[run]["ready_s"] == 3.2, run
-        assert section[run]["loadavg"] == {"at_start": [1.0, 1.0, 1.0], "idle": [1.5, 1.2, 1.1]}, run
+    assert section["n"] == result["n"] == 500
+    assert section["object_bytes_as_served"] == result["object_bytes_as_served"]
+    for run, source in (("none", "none"), ("largest", "largest"), ("ordinary", "ordinary_run")):
+        measured = result[source]
+        assert section[run]["objects"] == measured["objects"], run
+        for key in ("rss_peak_mb_at_ready", "rss_mb_idle", "ready_s"):
+            value = section[run][key]
+            assert isinstance(value, int | float) and value > 0, (run, key)
+        assert section[run]["rss_peak_mb_at_ready"] == measured["rss_peak_mb_at_ready"], run
+        assert section[run]["ready_s"] == measured["ready_seconds"], run
+        assert section[run]["loadavg"]["at_start"] == measured["load_at_start"], run
+        assert section[run]["loadavg"]["idle"] == measured["load_idle"], run
     assert section["targets"]["chart_memory_limit_mb"] == 512
-    assert section["command"] == "python -m bench run --scenario intake" and section["size"] == "small"
+    assert section["command"] == label["command"] and section["machine"] == {"cores": 2}
