@@ -11,7 +11,7 @@ namespace, UID, resourceVersion and timestamps, go through the code paths the op
    in-memory stand-in for :class:`sundial.kube.watches.Watches`: LIST pages as the informer asks for them
    (:mod:`sundial.runtime.watch.paging`: bounded in bytes), each page's bytes built then decoded by the
    operator's own decoder, as a response is. ``rss_mb_peak_listing`` is the process's VmHWM when ready: the
-   peak a LIST needs (``--maximal`` for the largest legal objects).
+   peak a LIST needs (``--largest-legal`` for the largest objects the CRD and the webhook admit).
 2. **first passes** — the real dispatcher runs the real reconciler with the real planner on every key.
    Objects without a status (``--status absent``, the bench's scale scenario: created while no operator
    ran) get their first status write: the fake API answers with a freshly decoded body (as an HTTP
@@ -547,8 +547,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--maximal",
         action="store_true",
-        help="a maximal legal object instead of the fixture (bench/maximal.py: every spec field at its CRD bound, "
-        "a 256 KiB jobTemplate, a 240 KB trigger token)",
+        help="a maximal object instead of the fixture (bench/maximal.py: every spec field at its CRD bound, "
+        "a 256 KiB jobTemplate, a 240 KB trigger token; more excluded dates than the CRD admits today)",
     )
     parser.add_argument(
         "--largest-legal",
