@@ -1,7 +1,7 @@
 """The results file for machines (``docs/benchmarks/latest.json``, issue 22 item 3): from a recorded bench
 result (``recorded-results.json``: a real ``bench/results/<time>/results.json`` of the herd, steady, cost and
-scale scenarios at small sizes, lag lists shortened, and of the intake scenario at smoke size), the writer produces every key the issue names, labelled
-with the run, merged into a file whose other keys are kept."""
+scale scenarios at small sizes, lag lists shortened, and of the intake scenario at smoke size), the writer
+produces every key the issue names, labelled with the run, merged into a file whose other keys are kept."""
 
 from __future__ import annotations
 
