@@ -74,7 +74,9 @@ def answer_review(webhook: Webhook, raw: bytes) -> tuple[int, bytes]:
     found = webhook.check(review.body, review.old if review.operation == "UPDATE" else None)
     if not found:
         return 200, reviews.answer(review.uid)
-    return 200, reviews.answer(review.uid, code=REFUSAL_CODE, message=webhook.refusal(review.body, found, webhook.kind))
+    message = webhook.refusal(review.body, found, webhook.kind)
+    logger.info("admission refused (%s %s): %s", review.operation, webhook.resource, message)
+    return 200, reviews.answer(review.uid, code=REFUSAL_CODE, message=message)
 
 
 class Server:
