@@ -73,7 +73,7 @@ class Parts:
     dispatcher: Dispatcher
     intake: Intake
     registry: Any
-    """kopf's registry: the ScheduledJobs' and ScheduleCalendars' informers (and the admission webhook, if on)."""
+    """kopf's registry: the ScheduleCalendars' informer."""
     informers: Sequence[ListWatch]
     """The ScheduledJobs' and the Jobs' informers."""
     kopf_settings: Any
@@ -84,6 +84,8 @@ class Parts:
     """The HTTP endpoints to serve on the main loop (``/metrics``), with their ports (port 0: not here)."""
     probes: probethread.ProbeThread | None = None
     """``/healthz`` and ``/readyz`` on their own thread (``--health-port`` 0: None)."""
+    webhook: probethread.ProbeThread | None = None
+    """The admission webhooks' HTTPS server on its own thread (``--webhook-port`` 0: None)."""
     rotator: certrotators.Rotator | None = None
     """The operator-managed webhook certificate (``--webhook-cert-secret``), prepared and kept current by
     :func:`sundial.runtime.process.run`."""
@@ -151,8 +153,6 @@ async def build(
     )
     kopf_settings = informers.operator_settings()
     rotator = _rotator(certificate, client, requester)
-    # The validating webhook, if --webhook-port; with CERTIFICATE it serves the operator-managed one.
-    admission.configure(kopf_settings, registry, settings.webhook, tls=rotator.tls if rotator else None)
     stopping = asyncio.Event()
     return Parts(
         settings=settings,
@@ -177,6 +177,8 @@ async def build(
         apps=_apps(settings, metrics, client=client),
         probes=_probes(settings, listing, stopping),
         rotator=rotator,
+        # The validating webhooks, if --webhook-port, on their own thread; with CERTIFICATE the managed one.
+        webhook=admission.server(settings.webhook, tls=rotator.tls if rotator else None, now=utcnow()),
     )
 
 
