@@ -22,10 +22,10 @@ event loop of its own, never the operator's main loop (kopf serves nothing of it
   ``spec.jobTemplate`` is still bounded (a tenant owning a finalizer could otherwise delete, then grow it).
   (Status writes go to the ``/status`` subresource, which the webhook's rules do not cover.)
 * Before a review is decoded its size (:data:`~.reviews.MAX_REQUEST_BYTES`, 413) and JSON depth
-  (:data:`~.reviews.MAX_DEPTH`, 400) are bounded; decoding and validation run on at most 2 worker threads
-  with 8 more waiting, and a request beyond that is refused at once (429, "busy: retry"): a flood of
-  AdmissionReviews (the port has no client authentication) costs its sender errors, not the operator's loop.
-  An exclude list's dates are counted before any is parsed.
+  (:data:`~.reviews.MAX_DEPTH`, 400) are bounded; decoding and validation run in at most 2 worker processes
+  (:func:`worker_processes`) with 8 more waiting, and a request beyond that is refused at once (429, "busy:
+  retry"): a flood of AdmissionReviews (the port has no client authentication) costs its sender errors, not
+  the operator's loop. An exclude list's dates are counted before any is parsed.
 * The operator never writes the ValidatingWebhookConfiguration itself (only, with ``--webhook-cert-secret``,
   its ``caBundle``): the Helm chart, ``config/webhook`` and the tests create it, scoped and with
   ``failurePolicy: Fail``.
@@ -38,6 +38,7 @@ event loop of its own, never the operator's main loop (kopf serves nothing of it
 
 from __future__ import annotations
 
+import functools
 import json
 import ssl
 from collections.abc import Callable, Mapping
@@ -46,7 +47,7 @@ from typing import Any
 
 from sundial import model
 from sundial.model import calendars
-from sundial.runtime.serving import certrotators, probethread, webhookserver, webhooktls
+from sundial.runtime.serving import certrotators, offloop, probethread, webhookserver, webhooktls
 from sundial.runtime.settings import WebhookSettings
 
 WEBHOOK_PATH = "/validate-scheduledjob"
@@ -134,14 +135,24 @@ def refusal_message(body: Mapping[str, Any], found: list[model.SpecProblem], *, 
     return f'{kind}.{model.resource.GROUP} "{name}" is invalid: {fields}'
 
 
+def _scheduled_job_problems(
+    body: Mapping[str, Any], old: Mapping[str, Any] | None, *, max_job_template_bytes: int
+) -> list[model.SpecProblem]:
+    return problems(body, old=old, max_job_template_bytes=max_job_template_bytes)
+
+
+def _calendar_problems(body: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[model.SpecProblem]:
+    return calendar_problems(body, old=old)
+
+
 def scheduled_jobs(*, max_job_template_bytes: int = 0) -> webhookserver.Webhook:
     """The ScheduledJob webhook (:data:`WEBHOOK_PATH`), bounding ``spec.jobTemplate`` to MAX_JOB_TEMPLATE_BYTES."""
     return webhookserver.Webhook(
         path=WEBHOOK_PATH,
         resource=model.resource.PLURAL,
         kind=model.resource.KIND,
-        check=lambda body, old: problems(body, old=old, max_job_template_bytes=max_job_template_bytes),
-        refusal=lambda body, found, kind: refusal_message(body, found, kind=kind),
+        check=functools.partial(_scheduled_job_problems, max_job_template_bytes=max_job_template_bytes),
+        refusal=refusal_message,
     )
 
 
@@ -152,8 +163,8 @@ def schedule_calendars() -> webhookserver.Webhook:
         path=CALENDAR_WEBHOOK_PATH,
         resource=calendars.CALENDAR_PLURAL,
         kind=calendars.CALENDAR_KIND,
-        check=lambda body, old: calendar_problems(body, old=old),
-        refusal=lambda body, found, kind: refusal_message(body, found, kind=kind),
+        check=_calendar_problems,
+        refusal=refusal_message,
     )
 
 
@@ -172,6 +183,11 @@ def serving_tls(
     return webhooktls.self_signed(settings.host, now=now, ca_dump=settings.ca_dump).context, None
 
 
+def worker_processes() -> offloop.Offloaded:
+    """The webhook's workers: 2 processes (8 calls waiting) whose forkserver imported this module once."""
+    return offloop.Offloaded(name="sundial-webhook-check", processes=True, preload=[__name__])
+
+
 def server(
     settings: WebhookSettings, *, tls: certrotators.ServingTLS | None = None, now: datetime
 ) -> probethread.ProbeThread | None:
@@ -181,7 +197,9 @@ def server(
         return None
     hooks = [scheduled_jobs(max_job_template_bytes=settings.max_job_template_bytes), schedule_calendars()]
     context, reload = serving_tls(settings, tls=tls, now=now)
-    app = webhookserver.Server(hooks).app(reload=reload, reload_interval=webhooktls.RELOAD_INTERVAL)
+    app = webhookserver.Server(hooks, checks=worker_processes()).app(
+        reload=reload, reload_interval=webhooktls.RELOAD_INTERVAL
+    )
     return probethread.ProbeThread(
         app, port=settings.port, host=settings.addr or "0.0.0.0", name="sundial-webhook", ssl_context=context
     )

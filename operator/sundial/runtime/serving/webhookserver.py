@@ -9,9 +9,10 @@ runs on a :class:`~.probethread.ProbeThread` with TLS, and each request goes thr
    answered 429 with ``Retry-After`` before its body is read;
 3. the size bound: a ``Content-Length`` over :data:`~.reviews.MAX_REQUEST_BYTES` is answered 413 before the
    body is read, and a chunked body is cut off there (413 too);
-4. on a worker thread of :class:`~.offloop.Offloaded` (at most 2 at once, 8 waiting, 429 beyond): the depth
-   bound, decoding and validation (:func:`answer_review`); a body that is not a v1 AdmissionReview is 400
-   naming the field, a refused object a review answer with code 422 naming every invalid field.
+4. on a worker of :class:`~.offloop.Offloaded` (the operator's: 2 worker *processes*, 8 waiting, 429 beyond;
+   see :mod:`.offloop` for why not threads): the depth bound, decoding and validation (:func:`answer_review`);
+   a body that is not a v1 AdmissionReview is 400 naming the field, a refused object a review answer with code
+   422 naming every invalid field.
 
 With ``failurePolicy: Fail`` every answer but an allowing review refuses the write: a flood costs its sender
 errors and the writers of the moment retries, never the planning loop its time.
@@ -51,32 +52,41 @@ class Webhook:
     """The plural it validates (``request.resource.resource``): a review of any other is refused (400)."""
     kind: str
     check: Check
-    refusal: Callable[[Mapping[str, Any], list[model.SpecProblem], str], str]
-    """The refusal message for an object, its problems and :attr:`kind`."""
+    refusal: Callable[..., str]
+    """The refusal message: ``refusal(body, problems, kind=kind)``. With worker processes :attr:`check` and
+    this must pickle (module-level functions or :func:`functools.partial` of them)."""
 
 
 OPERATIONS = ("CREATE", "UPDATE")
 """The operations validated; any other (the rules never send one) is admitted."""
 
 
-def answer_review(webhook: Webhook, raw: bytes) -> tuple[int, bytes]:
-    """The HTTP status and body answering RAW (within the size bound) for WEBHOOK: 200 and an AdmissionReview
-    response, or 400 and the reason it is not a review this webhook answers. Runs on a worker thread."""
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """What :func:`answer_review` found: the HTTP status and body, and the refusal message to log (if any)."""
+
+    status: int
+    body: bytes
+    refused: str = ""
+
+
+def answer_review(webhook: Webhook, raw: bytes) -> Answer:
+    """The answer to RAW (within the size bound) for WEBHOOK: 200 and an AdmissionReview response, or 400 and
+    the reason it is not a review this webhook answers. Runs on a worker (a thread or a process)."""
     try:
         review = reviews.read(raw)
     except reviews.MalformedReviewError as error:
-        return 400, str(error).encode()
+        return Answer(400, str(error).encode())
     if review.resource != webhook.resource:
         wrong = f"request.resource.resource: {webhook.path} validates {webhook.resource}, not {review.resource}"
-        return 400, wrong.encode()
+        return Answer(400, wrong.encode())
     if review.operation not in OPERATIONS:
-        return 200, reviews.answer(review.uid)
+        return Answer(200, reviews.answer(review.uid))
     found = webhook.check(review.body, review.old if review.operation == "UPDATE" else None)
     if not found:
-        return 200, reviews.answer(review.uid)
-    message = webhook.refusal(review.body, found, webhook.kind)
-    logger.info("admission refused (%s %s): %s", review.operation, webhook.resource, message)
-    return 200, reviews.answer(review.uid, code=REFUSAL_CODE, message=message)
+        return Answer(200, reviews.answer(review.uid))
+    message = webhook.refusal(review.body, found, kind=webhook.kind)
+    return Answer(200, reviews.answer(review.uid, code=REFUSAL_CODE, message=message), refused=message)
 
 
 class Server:
@@ -105,7 +115,11 @@ class Server:
             app.router.add_post(webhook.path, functools.partial(self._handle, webhook))
         if reload is not None:
             app.cleanup_ctx.append(functools.partial(_periodically, reload, reload_interval))
+        app.on_cleanup.append(self._close)
         return app
+
+    async def _close(self, _: web.Application) -> None:
+        self.checks.shutdown()
 
     async def _handle(self, webhook: Webhook, request: web.Request) -> web.Response:
         if request.content_length is not None and request.content_length > self.max_bytes:
@@ -118,13 +132,15 @@ class Server:
                 raw = await request.read()
             except web.HTTPRequestEntityTooLarge:
                 return _too_large(self.max_bytes)
-            status, body = await self.checks.run(answer_review, webhook, raw)
+            answer = await self.checks.run(answer_review, webhook, raw)
         except offloop.BusyError:
             return _busy()
         finally:
             self.in_flight -= 1
-        content_type = JSON if status == 200 else "text/plain"
-        return web.Response(status=status, body=body, content_type=content_type)
+        if answer.refused:
+            logger.info("admission refused (%s): %s", webhook.resource, answer.refused)
+        content_type = JSON if answer.status == 200 else "text/plain"
+        return web.Response(status=answer.status, body=answer.body, content_type=content_type)
 
 
 def _too_large(limit: int) -> web.Response:

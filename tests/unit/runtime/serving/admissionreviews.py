@@ -50,9 +50,10 @@ def validate(
 ) -> None:
     """Return if WEBHOOK admits BODY, raise :class:`RefusedError` if it refuses it (an HTTP error fails)."""
     sent = review(body, old=old, operation=operation, resource=webhook.resource)
-    status, answer = webhookserver.answer_review(webhook, json.dumps(sent).encode())
-    assert status == 200, answer
-    response = json.loads(answer)["response"]
+    answer = webhookserver.answer_review(webhook, json.dumps(sent).encode())
+    assert answer.status == 200, answer
+    response = json.loads(answer.body)["response"]
     assert response["uid"] == sent["request"]["uid"]
+    assert answer.refused == (response.get("status") or {}).get("message", "")
     if not response["allowed"]:
         raise RefusedError(response["status"]["code"], response["status"]["message"])

@@ -138,9 +138,9 @@ def test_one_webhook_per_kind_at_its_own_path() -> None:
 
 def test_a_review_of_another_resource_is_not_answered_as_admitted() -> None:
     sent = review(_valid(), resource="schedulecalendars")
-    status, answer = webhookserver.answer_review(admission.scheduled_jobs(), json.dumps(sent).encode())
-    assert status == 400
-    assert answer.decode() == (
+    answer = webhookserver.answer_review(admission.scheduled_jobs(), json.dumps(sent).encode())
+    assert answer.status == 400
+    assert answer.body.decode() == (
         "request.resource.resource: /validate-scheduledjob validates scheduledjobs, not schedulecalendars"
     )
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import ssl
 import threading
 import urllib.error
@@ -20,6 +22,7 @@ from tests.unit.runtime.serving.tlsfiles import issued, material
 
 from sundial import model
 from sundial.runtime.serving import admission, certrotators, offloop, probethread, webhookserver, webhooktls
+from sundial.runtime.settings import WebhookSettings
 
 
 def _valid() -> dict[str, Any]:
@@ -253,3 +256,35 @@ async def test_a_rotated_managed_certificate_is_served_to_new_connections(tmp_pa
             await asyncio.to_thread(post, first.bundle_pem())
     finally:
         assert thread.stop()
+
+
+async def test_the_operators_webhook_decodes_and_validates_in_worker_processes(tmp_path: Path) -> None:
+    tls = issued(tmp_path)
+    settings = WebhookSettings(port=1, addr="127.0.0.1", cert_file=tls.certfile, key_file=tls.keyfile)
+    checks = admission.worker_processes()
+    try:
+        assert await checks.run(os.getpid) != os.getpid()
+        bad = _valid()
+        bad["spec"]["schedule"] = "61 * * * *"
+        answer = await checks.run(
+            webhookserver.answer_review, admission.scheduled_jobs(), json.dumps(review(bad)).encode()
+        )
+        assert answer.status == 200 and 'ScheduledJob.sundial.dev "x" is invalid: spec.schedule' in answer.refused
+    finally:
+        checks.shutdown()
+    server = admission.server(settings, now=datetime.now(UTC))
+    assert server is not None and server.port == 1  # not started: port 1 is only checked, never bound here
+
+
+async def test_a_worker_process_that_dies_is_replaced(tmp_path: Path) -> None:
+    checks = offloop.Offloaded(workers=1, waiting=0, processes=True)
+    try:
+        first = await checks.run(os.getpid)
+        os.kill(first, signal.SIGKILL)
+        with pytest.raises(offloop.BusyError, match="worker process ended"):
+            await checks.run(os.getpid)
+        second = await checks.run(os.getpid)
+        assert second not in (first, os.getpid())
+        assert checks.admitted == 0
+    finally:
+        checks.shutdown()
