@@ -107,6 +107,7 @@ class Server:
         """Requests read or checked at once; one more is refused (429) before its body is read."""
         self.in_flight = 0
         """Requests being read or checked now (changed on the server's loop only)."""
+        self._warming: asyncio.Task[int] | None = None
 
     def app(self, *, reload: Callable[[], object] | None = None, reload_interval: float = 10.0) -> web.Application:
         """The application; RELOAD (a certificate check) is called every RELOAD_INTERVAL seconds while it runs."""
@@ -115,8 +116,14 @@ class Server:
             app.router.add_post(webhook.path, functools.partial(self._handle, webhook))
         if reload is not None:
             app.cleanup_ctx.append(functools.partial(_periodically, reload, reload_interval))
+        app.on_startup.append(self._warm)
         app.on_cleanup.append(self._close)
         return app
+
+    async def _warm(self, _: web.Application) -> None:
+        """Start a worker now (for processes: the forkserver's imports take seconds), not at the first review."""
+        self._warming = asyncio.create_task(self.checks.run(int), name="webhook workers warm-up")
+        self._warming.add_done_callback(_log_failure)
 
     async def _close(self, _: web.Application) -> None:
         self.checks.shutdown()
@@ -141,6 +148,11 @@ class Server:
             logger.info("admission refused (%s): %s", webhook.resource, answer.refused)
         content_type = JSON if answer.status == 200 else "text/plain"
         return web.Response(status=answer.status, body=answer.body, content_type=content_type)
+
+
+def _log_failure(task: asyncio.Task[int]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("webhook workers did not start: %s", task.exception())
 
 
 def _too_large(limit: int) -> web.Response:
