@@ -52,6 +52,13 @@ def _external_kubeconfig() -> Path | None:
     return None
 
 
+#: Enabled on the sandbox's API server besides its defaults. OwnerReferencesPermissionEnforcement (on in OpenShift)
+#: refuses an ownerReference with ``blockOwnerDeletion`` from a user who may not update the owner's finalizers:
+#: every Job the operator creates under the chart's or config/'s RBAC proves they grant it (issue 30). Users
+#: with the admin certificate (most tests, the controllers) are not affected.
+E2E_ADMISSION_PLUGINS = ("OwnerReferencesPermissionEnforcement",)
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     external = _external_kubeconfig()
@@ -65,7 +72,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
     persistent = os.environ.get("SUNDIAL_E2E_SANDBOX_DIR")
     directory = Path(persistent) if persistent else tmp_path_factory.mktemp("sandbox")
-    sandbox = Sandbox(directory)
+    sandbox = Sandbox(directory, admission_plugins=E2E_ADMISSION_PLUGINS)
     try:
         kubeconfig = sandbox.start()
     except Exception:

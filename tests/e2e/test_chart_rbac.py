@@ -12,6 +12,8 @@ test then mints a token for the chart's ServiceAccount through the TokenRequest 
   get, update.
 
 Then nothing was refused: no ``code="403"`` in ``sundial_api_requests_total`` and no "forbidden" in the log.
+The sandbox's API server enforces OwnerReferencesPermissionEnforcement (as OpenShift does), so each Job create
+also proves the chart lets a Job set ``blockOwnerDeletion`` on its ScheduledJob.
 The same for the namespaced mode (``watchNamespaces``: Roles only), which additionally cannot reach a
 namespace it does not watch. Finally ``helm upgrade`` of a webhook-enabled release keeps what the operator
 wrote into the chart's empty certificate Secret and the caBundle it patched in.
@@ -77,13 +79,9 @@ class Release:
     service_account: str
     kubeconfig: Path
 
-    def kubectl_as(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    def kubectl_as(self, *args: str, check: bool = False, input: str | None = None) -> subprocess.CompletedProcess[str]:
         """kubectl with the ServiceAccount's token (not the admin's certificate)."""
-        kubectl = shutil.which("kubectl")
-        assert kubectl
-        return subprocess.run(
-            [kubectl, f"--kubeconfig={self.kubeconfig}", *args], capture_output=True, text=True, check=check
-        )
+        return kubectl_with(self.kubeconfig, *args, check=check, input=input)
 
     def can_i(self, verb: str, resource: str, namespace: str | None) -> bool:
         scope = ["-n", namespace] if namespace else ["--all-namespaces"]
@@ -97,6 +95,16 @@ class Release:
             check=True,
         )
         return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def kubectl_with(
+    kubeconfig: Path, *args: str, check: bool = False, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    kubectl = shutil.which("kubectl")
+    assert kubectl
+    return subprocess.run(
+        [kubectl, f"--kubeconfig={kubeconfig}", *args], capture_output=True, text=True, check=check, input=input
+    )
 
 
 def create_namespace(cluster: Cluster, stem: str) -> str:
@@ -443,3 +451,53 @@ def test_upgrading_a_webhook_enabled_release_keeps_what_the_operator_wrote(
         assert base64.b64decode(after["data"]["ca.crt"]) == b"ca"
     finally:
         uninstall(release)
+
+
+def _owned_job(owner: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
+    """A Job naming OWNER as its controller with ``blockOwnerDeletion``, as the operator makes each one."""
+    job = cluster.job_manifest("owned", duration_seconds=0)
+    job["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "sundial.dev/v1alpha1",
+            "kind": "ScheduledJob",
+            "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    return job
+
+
+def test_the_chart_lets_jobs_block_their_owners_deletion_where_the_api_server_enforces_who_may(
+    cluster: Cluster, namespaced: Release, namespace: str, tmp_path: Path
+) -> None:
+    # Issue 30 item 6: with OwnerReferencesPermissionEnforcement (OpenShift; the suite's sandbox enables it,
+    # tests/e2e/conftest.py) a Job may set blockOwnerDeletion on its ScheduledJob only for a user who may update
+    # scheduledjobs/finalizers. The operator sets it (as the CronJob controller does): its RBAC must grant that.
+    template = cluster.job_manifest("x", duration_seconds=0)
+    cluster.apply(_sj("owner", template, schedule="0 0 * * *", suspend=True), namespace)
+    job = json.dumps(_owned_job(_get(cluster, namespace, "owner"), cluster))
+
+    # The plugin is on: a ServiceAccount that may create Jobs, and nothing else, is refused.
+    cluster.kubectl("create", "serviceaccount", "jobs-only", "-n", namespace)
+    cluster.kubectl("create", "role", "jobs-only", "--verb=create", "--resource=jobs.batch", "-n", namespace)
+    cluster.kubectl(
+        "create", "rolebinding", "jobs-only", "--role=jobs-only", f"--serviceaccount={namespace}:jobs-only",
+        "-n", namespace,
+    )  # fmt: skip
+    jobs_only = token_kubeconfig(cluster, "jobs-only", namespace, tmp_path / "jobs-only.kubeconfig")
+    refused = kubectl_with(jobs_only, "create", "--dry-run=server", "-n", namespace, "-f", "-", input=job)
+    if refused.returncode == 0:
+        if cluster.sandbox is None:
+            pytest.skip("this cluster's API server does not enable OwnerReferencesPermissionEnforcement")
+        pytest.fail("the sandbox's API server does not enforce OwnerReferencesPermissionEnforcement")
+    assert "cannot set blockOwnerDeletion" in refused.stderr, refused.stderr
+
+    # The chart's ServiceAccount may (the namespaced Role; the ClusterRole has the same rules).
+    allowed = namespaced.kubectl_as("create", "--dry-run=server", "-n", namespace, "-f", "-", input=job)
+    assert allowed.returncode == 0, allowed.stderr
+    can = namespaced.kubectl_as("auth", "can-i", "update", "scheduledjobs.sundial.dev", "--subresource=finalizers",
+                                "-n", namespace)  # fmt: skip
+    assert can.stdout.strip() == "yes", can
+    assert not namespaced.can_i("update", "scheduledjobs.sundial.dev", namespace)

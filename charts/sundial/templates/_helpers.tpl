@@ -62,6 +62,11 @@ app.kubernetes.io/component: operator
 - apiGroups: [sundial.dev]
   resources: [scheduledjobs/status]
   verbs: [get, update, patch]
+# Not an endpoint the operator calls: the OwnerReferencesPermissionEnforcement admission plugin (on in
+# OpenShift) lets a Job name its ScheduledJob with blockOwnerDeletion only for who may update its finalizers.
+- apiGroups: [sundial.dev]
+  resources: [scheduledjobs/finalizers]
+  verbs: [update]
 # Watch ScheduleCalendars (spec.calendarRefs); read only.
 - apiGroups: [sundial.dev]
   resources: [schedulecalendars]

@@ -75,7 +75,7 @@ class Parts:
     reconciler: Reconciler
     dispatcher: Dispatcher
     registry: Any
-    """kopf's registry: the login and, if on, the admission webhook (kopf watches nothing)."""
+    """kopf's registry: the login only (kopf watches nothing and serves no admission)."""
     informers: Sequence[ListWatch]
     """The ScheduledJobs', the Jobs' and the ScheduleCalendars' informers."""
     kopf_settings: Any
@@ -86,6 +86,8 @@ class Parts:
     """The HTTP endpoints to serve on the main loop (``/metrics``), with their ports (port 0: not here)."""
     probes: probethread.ProbeThread | None = None
     """``/healthz`` and ``/readyz`` on their own thread (``--health-port`` 0: None)."""
+    webhook: probethread.ProbeThread | None = None
+    """The admission webhooks' HTTPS server on its own thread (``--webhook-port`` 0: None)."""
     rotator: certrotators.Rotator | None = None
     """The operator-managed webhook certificate (``--webhook-cert-secret``), prepared and kept current by
     :func:`sundial.runtime.process.run`."""
@@ -139,8 +141,6 @@ async def build(
     registry = frame.registry(configuration=configuration, on_login=logged_in.set)
     kopf_settings = frame.operator_settings()
     rotator = _rotator(certificate, client, requester)
-    # The validating webhook, if --webhook-port; with CERTIFICATE it serves the operator-managed one.
-    admission.configure(kopf_settings, registry, settings.webhook, tls=rotator.tls if rotator else None)
     stopping = asyncio.Event()
     return Parts(
         settings=settings,
@@ -172,6 +172,8 @@ async def build(
         apps=_apps(settings, metrics, client=client),
         probes=_probes(settings, readiness, stopping),
         rotator=rotator,
+        # The validating webhooks, if --webhook-port, on their own thread; with CERTIFICATE the managed one.
+        webhook=admission.server(settings.webhook, tls=rotator.tls if rotator else None, now=utcnow()),
     )
 
 

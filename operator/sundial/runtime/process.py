@@ -59,6 +59,8 @@ async def run(parts: Parts) -> int:
         await parts.rotator.prepare()
     if parts.probes is not None:  # its own thread: probes answer whatever the main loop is doing
         parts.probes.start()
+    if parts.webhook is not None:  # its own thread too: reviews never wait on, or stall, the planning loop
+        parts.webhook.start()
     runners = [await probes.serve(app, port=port, ssl_context=tls) for app, port, tls in parts.apps]
     kopf_task = asyncio.create_task(
         kopf.operator(
@@ -131,6 +133,8 @@ async def _shut_down(
         await asyncio.wait_for(kopf_task, timeout=KOPF_STOP_TIMEOUT)
     for runner in runners:
         await runner.cleanup()
+    if parts.webhook is not None:
+        await asyncio.to_thread(parts.webhook.stop)
     if parts.probes is not None:
         await asyncio.to_thread(parts.probes.stop)
     await parts.client.close()

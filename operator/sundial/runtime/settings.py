@@ -117,9 +117,9 @@ class EventSettings:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class WebhookSettings:
-    """The validating admission webhook (:mod:`sundial.runtime.serving.admission`), served at the path
-    ``/validate-scheduledjob``; the ValidatingWebhookConfiguration is made by the chart (or the tests), not
-    by the operator, unless :attr:`managed` is set."""
+    """The validating admission webhooks (:mod:`sundial.runtime.serving.admission`), served at the paths
+    ``/validate-scheduledjob`` and ``/validate-schedulecalendar`` on a thread of their own; the
+    ValidatingWebhookConfiguration is made by the chart (or the tests), never by the operator."""
 
     port: int = 0
     """HTTPS port of the webhook (0: disabled)."""
@@ -128,12 +128,12 @@ class WebhookSettings:
     """Address the webhook server listens on (empty: every interface)."""
 
     host: str = ""
-    """Host name or IP the API server uses to reach the webhook: the URL kopf reports (and writes into a
-    managed configuration), and a SAN of a self-signed certificate. Empty: derived from the listen address."""
+    """Host name or IP the API server uses to reach the webhook: the name of the certificate the operator
+    makes (``--webhook-cert-secret``, or self-signed). Empty: ``localhost`` and ``127.0.0.1``."""
 
     cert_file: Path | None = None
     """PEM serving certificate (chain) of the webhook; re-read when the file changes. None (with
-    :attr:`key_file` None): kopf generates a self-signed one (needs the ``certbuilder`` package)."""
+    :attr:`key_file` None): a self-signed one is made at startup for :attr:`host`."""
 
     key_file: Path | None = None
     """PEM private key of :attr:`cert_file`."""
@@ -141,10 +141,6 @@ class WebhookSettings:
     ca_dump: Path | None = None
     """Write the CA bundle the API server must trust (``caBundle``) to this file: the generated certificate,
     or :attr:`cert_file` itself. None: not written."""
-
-    managed: str = ""
-    """Name of a ValidatingWebhookConfiguration kopf creates and keeps up to date (needs RBAC on
-    ``admissionregistration.k8s.io``; unscoped, failurePolicy Fail). Empty (the default): not managed."""
 
     max_job_template_bytes: int = DEFAULT_MAX_JOB_TEMPLATE_BYTES
     """Largest ``spec.jobTemplate`` admitted, in bytes of compact JSON (0: no limit)."""

@@ -71,7 +71,7 @@ def test_every_flag_lands_in_its_group(tmp_path: Path) -> None:
         *("--backlog-qps", "0.5", "--backlog-burst", "3"),
         *("--webhook-port", "9443", "--webhook-addr", "127.0.0.1", "--webhook-host", "h.svc"),
         *("--webhook-cert-file", str(tmp_path / "c"), "--webhook-key-file", str(tmp_path / "k")),
-        *("--webhook-ca-dump", str(tmp_path / "ca"), "--webhook-managed", "sundial"),
+        *("--webhook-ca-dump", str(tmp_path / "ca")),
         *("--log-format", "json", "--log-level", "DEBUG"),
     ]
     assert run_cmd.settings_from(_args(*argv), environ={}) == Settings(
@@ -89,7 +89,6 @@ def test_every_flag_lands_in_its_group(tmp_path: Path) -> None:
             cert_file=tmp_path / "c",
             key_file=tmp_path / "k",
             ca_dump=tmp_path / "ca",
-            managed="sundial",
         ),
         dispatch=groups.DispatchSettings(max_concurrency=2, backlog_qps=0.5, backlog_burst=3),
         probes=groups.ProbeSettings(metrics_port=9090, health_port=9091),

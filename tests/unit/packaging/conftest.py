@@ -18,6 +18,7 @@ Manifest = dict[str, Any]
 OPERATOR_RULES: dict[tuple[str, str], frozenset[str]] = {
     ("sundial.dev", "scheduledjobs"): frozenset({"get", "list", "watch", "delete"}),
     ("sundial.dev", "scheduledjobs/status"): frozenset({"get", "update", "patch"}),
+    ("sundial.dev", "scheduledjobs/finalizers"): frozenset({"update"}),
     ("sundial.dev", "schedulecalendars"): frozenset({"get", "list", "watch"}),
     ("batch", "jobs"): frozenset({"get", "list", "watch", "create", "patch", "delete"}),
     ("", "events"): frozenset({"create", "patch"}),

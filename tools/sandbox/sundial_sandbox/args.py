@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,14 @@ def etcd_args(directory: Path, ports: Ports) -> list[str]:
     ]
 
 
-def apiserver_args(ports: Ports, pki: Pki) -> list[str]:
+def admission_plugins_arg(plugins: Sequence[str]) -> list[str]:
+    """The flag enabling PLUGINS besides the API server's default admission plugins (none: no flag)."""
+    return [f"--enable-admission-plugins={','.join(plugins)}"] if plugins else []
+
+
+def apiserver_args(ports: Ports, pki: Pki, *, admission_plugins: Sequence[str] = ()) -> list[str]:
+    """kube-apiserver's command line; ADMISSION_PLUGINS are enabled besides its default ones (e.g.
+    ``OwnerReferencesPermissionEnforcement``, which OpenShift enables)."""
     return [
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
         "--bind-address=127.0.0.1",
@@ -59,4 +67,5 @@ def apiserver_args(ports: Ports, pki: Pki) -> list[str]:
         f"--kubelet-client-certificate={pki.admin_cert}",
         f"--kubelet-client-key={pki.admin_key}",
         "--enable-aggregator-routing=true",
+        *admission_plugins_arg(admission_plugins),
     ]

@@ -9,14 +9,14 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from sundial_sandbox.api import ApiClient, ApiError, probe_https
-from sundial_sandbox.args import SERVICE_CLUSTER_IP_RANGE, Ports, apiserver_args, etcd_args
+from sundial_sandbox.args import SERVICE_CLUSTER_IP_RANGE, Ports, admission_plugins_arg, apiserver_args, etcd_args
 from sundial_sandbox.binaries import ensure_binaries
 from sundial_sandbox.certs import Pki, create_pki
 from sundial_sandbox.kubeconfig import write_kubeconfig
@@ -66,9 +66,17 @@ class Sandbox:
     """
 
     def __init__(
-        self, directory: Path, bin_dir: Path | None = None, node_name: str = "sandbox-node-0", real_node: bool = False
+        self,
+        directory: Path,
+        bin_dir: Path | None = None,
+        node_name: str = "sandbox-node-0",
+        real_node: bool = False,
+        admission_plugins: Sequence[str] = (),
     ) -> None:
         self.directory = Path(directory).absolute()
+        #: Admission plugins the API server enables besides its defaults (a running sandbox started without
+        #: exactly these is not reused: :meth:`running`).
+        self.admission_plugins = tuple(admission_plugins)
         self.bin_dir = bin_dir
         self.node_name = node_name
         self.real_node = real_node
@@ -100,6 +108,9 @@ class Sandbox:
             return False
         records = {record.name: record for record in self._processes.records()}
         if any(name not in records or not self._processes.alive(records[name]) for name in COMPONENTS):
+            return False
+        enabled = [arg for arg in records["kube-apiserver"].argv if arg.startswith("--enable-admission-plugins=")]
+        if enabled != admission_plugins_arg(self.admission_plugins):
             return False
         if self.real_node and not self.node.running():
             return False
@@ -268,7 +279,7 @@ class Sandbox:
             started.append(self._processes.start(name, [str(bin_dir / name), *args], env=self._env(home)))
 
         launch("etcd", *etcd_args(d, ports))
-        launch("kube-apiserver", *apiserver_args(ports, pki))
+        launch("kube-apiserver", *apiserver_args(ports, pki, admission_plugins=self.admission_plugins))
         client = self._client(ports.apiserver)
         self._wait("kube-apiserver /readyz", client.healthy, deadline, started)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sundial.runtime import process
 from sundial.runtime import settings as groups
-from sundial.runtime.serving import admission, certificates, certrotators, logs
+from sundial.runtime.serving import certificates, certrotators, logs
 from sundial.runtime.settings import LogFormat, Settings
 
 _API, _LEASES, _EVENTS = groups.ApiSettings(), groups.LeaseSettings(), groups.EventSettings()
@@ -80,7 +80,6 @@ def register(subparsers: Any) -> None:
     add("--webhook-cert-file", type=Path, default=None, help="webhook serving certificate (PEM)")
     add("--webhook-key-file", type=Path, default=None, help="webhook serving key (PEM)")
     add("--webhook-ca-dump", type=Path, default=None, help="write the webhook's CA bundle to this file")
-    add("--webhook-managed", default="", metavar="NAME", help="let kopf manage this ValidatingWebhookConfiguration")
     add(
         "--max-job-template-bytes",
         type=int,
@@ -244,7 +243,6 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             cert_file=args.webhook_cert_file,
             key_file=args.webhook_key_file,
             ca_dump=args.webhook_ca_dump,
-            managed=args.webhook_managed,
             max_job_template_bytes=args.max_job_template_bytes,
         ),
         dispatch=groups.DispatchSettings(
@@ -273,12 +271,6 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"sundial run: {error}")
         return 2
-    if settings.webhook.port and certificate is None:
-        try:
-            admission.webhook_server(settings.webhook)
-        except ValueError as error:
-            print(f"sundial run: {error}")
-            return 2
     logs.configure(fmt=settings.logging.format, level=settings.logging.level)
     with asyncio.Runner(loop_factory=_loop_factory(args.event_loop)) as runner:
         return runner.run(process.main(settings, certificate=certificate))

@@ -3,15 +3,14 @@
 The CRD's schema and CEL rules refuse what the API server can see. An unparsable cron expression, an unknown
 IANA zone, an impossible schedule (``0 0 30 2 *``) or a duration beyond Go's range need
 :func:`sundial.model.parse_spec` — the same validation the runtime applies to every object it reads. This
-module registers it as kopf's ``@kopf.on.validate`` handler and serves it with :class:`kopf.WebhookServer`
-(HTTPS):
+module says what is checked and how it is served; :mod:`.webhookserver` serves it over HTTPS on a thread and
+event loop of its own, never the operator's main loop (kopf serves nothing of it):
 
-* The handler id is :data:`WEBHOOK_ID`, so kopf serves it at ``https://<host>:<port>`` + :data:`WEBHOOK_PATH`.
-  A ValidatingWebhookConfiguration must use exactly that path: kopf runs only the handler named by the path's
-  last segment, and a request to any other path runs *no* handler and is allowed. ScheduleCalendars have
-  their own handler at :data:`CALENDAR_WEBHOOK_PATH` (a second webhook in the same configuration): a bad
-  cron entry, date, range or zone is refused naming ``spec.exclude[i]…``.
-* The refusal is a :class:`kopf.AdmissionError` with code 422 and a message naming every invalid field:
+* ScheduledJobs are validated at ``https://<host>:<port>`` + :data:`WEBHOOK_PATH`, ScheduleCalendars at
+  :data:`CALENDAR_WEBHOOK_PATH` (a second webhook in the same configuration: a bad cron entry, date, range or
+  zone is refused naming ``spec.exclude[i]…``). Any other path is 404: with ``failurePolicy: Fail`` a
+  misconfigured path refuses writes instead of admitting them unchecked.
+* A refusal is an AdmissionReview answer with code 422 and a message naming every invalid field:
   ``ScheduledJob.sundial.dev "NAME" is invalid: spec.schedule: …; spec.timeZone: …``.
 * A ``spec.jobTemplate`` larger than ``--max-job-template-bytes`` (default 256 KiB of compact JSON, 0: no
   limit) is refused too: every replica keeps every ScheduledJob in memory, and CEL has no size of an object.
@@ -22,54 +21,46 @@ module registers it as kopf's ``@kopf.on.validate`` handler and serves it with :
   cleaned up. An UPDATE of an object being deleted that changes ``spec`` is not validated either, but its
   ``spec.jobTemplate`` is still bounded (a tenant owning a finalizer could otherwise delete, then grow it).
   (Status writes go to the ``/status`` subresource, which the webhook's rules do not cover.)
-* Validation runs off the main loop (:mod:`.offloop`): on at most 2 threads, with at most 8 more requests
-  waiting; a request beyond that is refused at once (429, "busy: retry"), so a flood of AdmissionReviews
-  (the port has no client authentication) costs its sender errors, not the operator's loop. The request body
-  is bounded by kopf's aiohttp server (its default ``client_max_size``, :data:`MAX_REQUEST_BYTES`: a bigger
-  one is answered 413 and, with ``failurePolicy: Fail``, the write refused), and an exclude list's dates are
-  counted before any is parsed.
-* kopf does not manage the ValidatingWebhookConfiguration unless ``--webhook-managed NAME`` is given: the
-  Helm chart and the tests create it, scoped and with ``failurePolicy: Fail``.
-* The serving certificate comes from ``--webhook-cert-file``/``--webhook-key-file`` (re-read by kopf when the
-  files change, e.g. a cert-manager Secret), or from the operator's own rotator (``--webhook-cert-secret``,
-  :mod:`.certrotators`, passed as ``tls``). Without either kopf generates a self-signed certificate, which
-  needs the optional ``certbuilder`` package; ``--webhook-ca-dump FILE`` writes the CA bundle to give the API
-  server (``caBundle``).
+* Before a review is decoded its size (:data:`~.reviews.MAX_REQUEST_BYTES`, 413) and JSON depth
+  (:data:`~.reviews.MAX_DEPTH`, 400) are bounded; decoding and validation run in at most 2 worker processes
+  (:func:`worker_processes`) with 8 more waiting, and a request beyond that is refused at once (429, "busy:
+  retry"): a flood of AdmissionReviews (the port has no client authentication) costs its sender errors, not
+  the operator's loop. An exclude list's dates are counted before any is parsed.
+* The operator never writes the ValidatingWebhookConfiguration itself (only, with ``--webhook-cert-secret``,
+  its ``caBundle``): the Helm chart, ``config/webhook`` and the tests create it, scoped and with
+  ``failurePolicy: Fail``.
+* The serving certificate comes from the operator's own rotator (``--webhook-cert-secret``,
+  :mod:`.certrotators`, passed as ``tls``), or from ``--webhook-cert-file``/``--webhook-key-file`` (re-read
+  when the files change, e.g. a cert-manager Secret: :mod:`.webhooktls`), or is made at startup for
+  ``--webhook-host`` (self-signed; ``--webhook-ca-dump FILE`` writes the CA bundle to give the API server as
+  ``caBundle``).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import functools
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
-
-import kopf
+import ssl
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
 
 from sundial import model
 from sundial.model import calendars
-from sundial.runtime.serving import certrotators, offloop
+from sundial.runtime.serving import certrotators, offloop, probethread, webhookserver, webhooktls
 from sundial.runtime.settings import WebhookSettings
 
-WEBHOOK_ID = "validate-scheduledjob"
-"""kopf handler id of the validating webhook, and the last segment of the URL path it is served at."""
+WEBHOOK_PATH = "/validate-scheduledjob"
+"""URL path of the ScheduledJob webhook, to put in ``clientConfig.url`` (or ``clientConfig.service.path``)."""
 
-WEBHOOK_PATH = f"/{WEBHOOK_ID}"
-"""URL path to put in ``clientConfig.url`` (or ``clientConfig.service.path``)."""
+CALENDAR_WEBHOOK_PATH = "/validate-schedulecalendar"
+"""URL path of the ScheduleCalendar webhook (a second webhook of the same configuration)."""
 
-CALENDAR_WEBHOOK_ID = "validate-schedulecalendar"
-"""kopf handler id of the ScheduleCalendar webhook (a second webhook of the same configuration)."""
-
-CALENDAR_WEBHOOK_PATH = f"/{CALENDAR_WEBHOOK_ID}"
-"""URL path of the ScheduleCalendar webhook."""
-
-OPERATIONS: tuple[Literal["CREATE", "UPDATE"], ...] = ("CREATE", "UPDATE")
+OPERATIONS = webhookserver.OPERATIONS
 """The admission operations the webhook's rules should match."""
 
-REFUSAL_CODE = 422
-BUSY_CODE = 429
-#: Bytes of an AdmissionReview kopf's webhook server reads at most (aiohttp's default ``client_max_size``).
-MAX_REQUEST_BYTES = 1024**2
+REFUSAL_CODE = webhookserver.REFUSAL_CODE
+BUSY_CODE = webhookserver.BUSY_CODE
 
 KIB = 1024
 JOB_TEMPLATE_PATH = "spec.jobTemplate"
@@ -144,131 +135,71 @@ def refusal_message(body: Mapping[str, Any], found: list[model.SpecProblem], *, 
     return f'{kind}.{model.resource.GROUP} "{name}" is invalid: {fields}'
 
 
-Handler = Callable[..., Awaitable[None]]
-
-
-async def _checked(
-    checks: offloop.Offloaded | None, function: Callable[..., list[model.SpecProblem]], body: Any, **kw: Any
+def _scheduled_job_problems(
+    body: Mapping[str, Any], old: Mapping[str, Any] | None, *, max_job_template_bytes: int
 ) -> list[model.SpecProblem]:
-    """FUNCTION(body, **kw) on CHECKS' threads (None: here); busy: refused at once."""
-    if checks is None:
-        return function(body, **kw)
-    try:
-        return await checks.run(function, body, **kw)
-    except offloop.BusyError:
-        raise kopf.AdmissionError("the sundial webhook is busy: retry the request", code=BUSY_CODE) from None
+    return problems(body, old=old, max_job_template_bytes=max_job_template_bytes)
 
 
-def validator(*, max_job_template_bytes: int = 0, checks: offloop.Offloaded | None = None) -> Handler:
-    """kopf's validating handler: returns (admit) or raises :class:`kopf.AdmissionError` (refuse, 422; 429
-    when CHECKS, the threads validation runs on, are all busy)."""
-
-    async def validate_scheduled_job(
-        body: Mapping[str, Any],
-        old: Mapping[str, Any] | None = None,
-        operation: str | None = None,
-        **_: Any,
-    ) -> None:
-        stored = old if operation == "UPDATE" else None
-        found = await _checked(checks, problems, body, old=stored, max_job_template_bytes=max_job_template_bytes)
-        if found:
-            raise kopf.AdmissionError(refusal_message(body, found), code=REFUSAL_CODE)
-
-    return validate_scheduled_job
+def _calendar_problems(body: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[model.SpecProblem]:
+    return calendar_problems(body, old=old)
 
 
-validate_scheduled_job = validator()
-"""The handler without a size limit, validating on the loop it is called on."""
-
-
-def calendar_validator(*, checks: offloop.Offloaded | None = None) -> Handler:
-    """kopf's validating handler for ScheduleCalendars: a bad entry is refused at ``kubectl apply`` time
-    instead of surfacing later as ``InvalidCalendar`` on every ScheduledJob that refers to it."""
-
-    async def validate_schedule_calendar(
-        body: Mapping[str, Any],
-        old: Mapping[str, Any] | None = None,
-        operation: str | None = None,
-        **_: Any,
-    ) -> None:
-        found = await _checked(checks, calendar_problems, body, old=old if operation == "UPDATE" else None)
-        if found:
-            kind = calendars.CALENDAR_KIND
-            raise kopf.AdmissionError(refusal_message(body, found, kind=kind), code=REFUSAL_CODE)
-
-    return validate_schedule_calendar
-
-
-validate_schedule_calendar = calendar_validator()
-"""The ScheduleCalendar handler, validating on the loop it is called on."""
-
-
-def register(registry: Any, *, max_job_template_bytes: int = 0, checks: offloop.Offloaded | None = None) -> None:
-    """Add the validating handlers (ScheduledJobs, ScheduleCalendars) to a kopf registry; CHECKS: the threads
-    they validate on (None: a new :class:`~.offloop.Offloaded` with the default bounds)."""
-    checks = checks or offloop.Offloaded(name="sundial-webhook")
-    kopf.on.validate(
-        model.resource.GROUP,
-        model.resource.VERSION,
-        model.resource.PLURAL,
-        id=WEBHOOK_ID,
-        operations=list(OPERATIONS),
-        registry=registry,
-    )(validator(max_job_template_bytes=max_job_template_bytes, checks=checks))
-    kopf.on.validate(
-        model.resource.GROUP,
-        model.resource.VERSION,
-        calendars.CALENDAR_PLURAL,
-        id=CALENDAR_WEBHOOK_ID,
-        operations=list(OPERATIONS),
-        registry=registry,
-    )(calendar_validator(checks=checks))
-
-
-def can_self_sign() -> bool:
-    """Whether kopf can generate a self-signed certificate (it needs the optional ``certbuilder``)."""
-    return importlib.util.find_spec("certbuilder") is not None
-
-
-def webhook_server(settings: WebhookSettings, *, tls: certrotators.ServingTLS | None = None) -> Any:
-    """The HTTPS server of the webhook, from ``--webhook-*`` settings (``--webhook-port`` must be set); with
-    TLS, serving the operator-managed certificate in its context."""
-    if not settings.port:
-        raise ValueError("the webhook is disabled (--webhook-port 0)")
-    if tls is not None:
-        return kopf.WebhookServer(
-            addr=settings.addr or None,
-            port=settings.port,
-            host=settings.host or None,
-            context=tls.context,
-            certfile=tls.certfile,
-            pkeyfile=tls.keyfile,
-            cadata=tls.cadata,
-            cadump=settings.ca_dump,
-        )
-    own_certificate = settings.cert_file is not None and settings.key_file is not None
-    if not own_certificate and not can_self_sign():
-        raise ValueError(
-            "--webhook-port without --webhook-cert-file/--webhook-key-file needs a self-signed certificate, "
-            "which needs the certbuilder package (pip install certbuilder)"
-        )
-    return kopf.WebhookServer(
-        addr=settings.addr or None,
-        port=settings.port,
-        host=settings.host or None,
-        certfile=settings.cert_file,
-        pkeyfile=settings.key_file,
-        cadump=settings.ca_dump,
+def scheduled_jobs(*, max_job_template_bytes: int = 0) -> webhookserver.Webhook:
+    """The ScheduledJob webhook (:data:`WEBHOOK_PATH`), bounding ``spec.jobTemplate`` to MAX_JOB_TEMPLATE_BYTES."""
+    return webhookserver.Webhook(
+        path=WEBHOOK_PATH,
+        resource=model.resource.PLURAL,
+        kind=model.resource.KIND,
+        check=functools.partial(_scheduled_job_problems, max_job_template_bytes=max_job_template_bytes),
+        refusal=refusal_message,
     )
 
 
-def configure(
-    kopf_settings: Any, registry: Any, settings: WebhookSettings, *, tls: certrotators.ServingTLS | None = None
-) -> None:
-    """Register the handler and its server when ``--webhook-port`` is set; otherwise do nothing."""
+def schedule_calendars() -> webhookserver.Webhook:
+    """The ScheduleCalendar webhook (:data:`CALENDAR_WEBHOOK_PATH`): a bad entry is refused at ``kubectl apply``
+    time instead of surfacing later as ``InvalidCalendar`` on every ScheduledJob that refers to it."""
+    return webhookserver.Webhook(
+        path=CALENDAR_WEBHOOK_PATH,
+        resource=calendars.CALENDAR_PLURAL,
+        kind=calendars.CALENDAR_KIND,
+        check=_calendar_problems,
+        refusal=refusal_message,
+    )
+
+
+def serving_tls(
+    settings: WebhookSettings, *, tls: certrotators.ServingTLS | None, now: datetime
+) -> tuple[ssl.SSLContext, Callable[[], object] | None]:
+    """The context to listen with, and the check that reloads it (given files only): the operator-managed
+    certificate TLS, else ``--webhook-cert-file``/``--webhook-key-file``, else a self-signed one."""
+    if tls is not None:
+        return tls.context, None
+    if settings.cert_file is not None and settings.key_file is not None:
+        files = webhooktls.CertificateFiles(settings.cert_file, settings.key_file)
+        if settings.ca_dump is not None:
+            settings.ca_dump.write_bytes(settings.cert_file.read_bytes())
+        return files.context, files.reload_if_changed
+    return webhooktls.self_signed(settings.host, now=now, ca_dump=settings.ca_dump).context, None
+
+
+def worker_processes() -> offloop.Offloaded:
+    """The webhook's workers: 2 processes (8 calls waiting) whose forkserver imported this module once."""
+    return offloop.Offloaded(name="sundial-webhook-check", processes=True, preload=[__name__])
+
+
+def server(
+    settings: WebhookSettings, *, tls: certrotators.ServingTLS | None = None, now: datetime
+) -> probethread.ProbeThread | None:
+    """The webhook server on its own thread (not started), from ``--webhook-*`` settings; None when
+    ``--webhook-port`` is 0. With TLS it serves the operator-managed certificate."""
     if not settings.port:
-        return
-    register(registry, max_job_template_bytes=settings.max_job_template_bytes)
-    kopf_settings.admission.server = webhook_server(settings, tls=tls)
-    if settings.managed:
-        kopf_settings.admission.managed = settings.managed
+        return None
+    hooks = [scheduled_jobs(max_job_template_bytes=settings.max_job_template_bytes), schedule_calendars()]
+    context, reload = serving_tls(settings, tls=tls, now=now)
+    app = webhookserver.Server(hooks, checks=worker_processes()).app(
+        reload=reload, reload_interval=webhooktls.RELOAD_INTERVAL
+    )
+    return probethread.ProbeThread(
+        app, port=settings.port, host=settings.addr or "0.0.0.0", name="sundial-webhook", ssl_context=context
+    )

@@ -12,8 +12,8 @@ On start and then at every :func:`sundial.runtime.serving.certificates.next_chec
 3. it sets the ValidatingWebhookConfiguration's ``caBundle`` (``--webhook-configuration``, ``get`` and
    ``patch`` scoped by ``resourceNames``) to the Secret's CA bundle where it differs — before serving a
    certificate of a new CA, and again on every sync, so a crash between the two writes heals;
-4. it loads the certificate into the webhook server's TLS context in place (:class:`ServingTLS`): new
-   connections get it at once, and the server never stops listening.
+4. it swaps a TLS context with the certificate in for the webhook server's new connections
+   (:class:`ServingTLS`): they get it at once, and the server never stops listening.
 
 The reads and writes themselves are :mod:`sundial.kube.certstore`'s.
 """
@@ -26,7 +26,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import ssl
 import tempfile
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -35,7 +34,7 @@ from typing import Any, Protocol
 
 from sundial.kube import errors, requests
 from sundial.kube.certstore import CertStoreApi
-from sundial.runtime.serving import certificates
+from sundial.runtime.serving import certificates, swappedtls
 
 logger = logging.getLogger(__name__)
 
@@ -132,13 +131,15 @@ def ca_bundle_patch(configuration: Mapping[str, Any], bundle: str) -> list[dict[
 
 
 class ServingTLS:
-    """The webhook server's TLS context and files. kopf's server loads ``certfile``/``keyfile`` into
-    ``context`` when it starts (and would restart if those files changed: they never do); :meth:`load`
-    puts a renewed certificate into the same context, which new connections use at once."""
+    """The webhook server's TLS context and files. The server listens with ``context``; :meth:`load` builds a
+    context for a renewed certificate and swaps it in whole (:class:`~.swappedtls.SwappedContext`), so the
+    webhook's own thread keeps handshaking while the main loop renews: new connections get the new
+    certificate at once, open ones keep theirs."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.context = ssl.create_default_context(purpose=ssl.Purpose.CLIENT_AUTH)
+        self._swapped = swappedtls.SwappedContext()
+        self.context = self._swapped.listening
         self.certfile = directory / "tls.crt"
         self.keyfile = directory / "tls.key"
         self.cadata: bytes | None = None
@@ -152,13 +153,13 @@ class ServingTLS:
         if self.serial is None:
             write_private(self.certfile, cert)
             write_private(self.keyfile, key)
-            self.context.load_cert_chain(self.certfile, self.keyfile)
+            self._swapped.use(self.certfile, self.keyfile)
         else:
             with tempfile.TemporaryDirectory(dir=self.directory) as scratch:
                 certfile, keyfile = Path(scratch) / "tls.crt", Path(scratch) / "tls.key"
                 write_private(certfile, cert)
                 write_private(keyfile, key)
-                self.context.load_cert_chain(certfile, keyfile)
+                self._swapped.use(certfile, keyfile)
         self.cadata = material.bundle_pem()
         self.serial = material.cert.serial_number
         return True

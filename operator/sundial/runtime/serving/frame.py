@@ -1,14 +1,14 @@
-"""kopf as the admission webhook's server only (DESIGN §12.1: kopf watches nothing).
+"""kopf's settings and login (DESIGN §12.1: kopf watches nothing; §12.2: it serves no admission either).
 
-Every object comes in through Sundial's own informers (:mod:`sundial.runtime.watch`). kopf runs only to serve the
-validating webhook (:mod:`sundial.runtime.serving.admission`), with:
+Every object comes in through Sundial's own informers (:mod:`sundial.runtime.watch`), and the validating webhook
+is Sundial's own server on its own thread (:mod:`sundial.runtime.serving.webhookserver`): kopf serves nothing
+any more, and runs (until the process drops it) with:
 
 * event posting off (``settings.posting.enabled = False``): kopf posts no log lines as Events; our Events are
   explicit API calls. Peering off (standalone): Leases coordinate replicas.
 * cluster scanning off (``settings.scanning.disabled = True``): kopf would otherwise LIST/WATCH
   CustomResourceDefinitions and Namespaces cluster-wide, which the shipped RBAC does not grant.
-* an explicit ``@kopf.on.login`` with the same credentials as our own client (kopf discovers the resource its
-  validating handler names).
+* an explicit ``@kopf.on.login`` with the same credentials as our own client.
 """
 
 from __future__ import annotations

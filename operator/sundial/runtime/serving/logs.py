@@ -8,7 +8,6 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from sundial.runtime.serving.admission import WEBHOOK_ID
 from sundial.runtime.settings import LogFormat
 
 #: LogRecord attributes that are not user-supplied ``extra`` fields.
@@ -37,19 +36,6 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(payload)
 
 
-class RefusalsAreInfo(logging.Filter):
-    """kopf logs a refusal by the admission webhook as an ERROR ("Webhook ... failed permanently"): for the
-    operator it is the webhook doing its job (the user got the message from ``kubectl apply``). Keep the line,
-    at INFO."""
-
-    PREFIX = f"Webhook '{WEBHOOK_ID}' failed permanently: "
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno == logging.ERROR and str(record.msg).startswith(self.PREFIX):
-            record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
-        return True
-
-
 def configure(*, fmt: LogFormat, level: str) -> None:
     """Configure the root logger once, at process start (called by ``sundial run``, not on import)."""
     handler = logging.StreamHandler(sys.stderr)
@@ -63,7 +49,4 @@ def configure(*, fmt: LogFormat, level: str) -> None:
     logging.getLogger("kopf").setLevel(max(logging.INFO, root.level))
     objects = logging.getLogger("kopf.objects")
     objects.setLevel(max(logging.WARNING, root.level))  # one line per event
-    for old in [f for f in objects.filters if isinstance(f, RefusalsAreInfo)]:
-        objects.removeFilter(old)  # configure() may run more than once in a process (tests)
-    objects.addFilter(RefusalsAreInfo())
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

@@ -11,6 +11,9 @@ What crosses threads: the app's ``alive``/``ready`` callables are called on the 
 read one ``asyncio.Event``'s flag each (``stopping``, the initial listing's ``ready``): a single attribute
 read, which never waits for the main loop. The webhook check opens its TCP connection on the probe thread's
 own loop. ``/metrics`` stays on the main loop (its access reviews use the main loop's API client).
+
+The admission webhook is served the same way, on a thread of its own with TLS (``ssl_context``):
+:mod:`.webhookserver`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import threading
 
 from aiohttp import web
@@ -29,10 +33,19 @@ START_TIMEOUT = 10.0
 
 
 class ProbeThread:
-    """Serves ``app`` on ``host:port`` from a daemon thread with its own event loop."""
+    """Serves ``app`` on ``host:port`` (HTTPS with SSL_CONTEXT) from a daemon thread with its own event loop."""
 
-    def __init__(self, app: web.Application, *, port: int, host: str = "0.0.0.0", name: str = "sundial-probes") -> None:
+    def __init__(
+        self,
+        app: web.Application,
+        *,
+        port: int,
+        host: str = "0.0.0.0",
+        name: str = "sundial-probes",
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self._app = app
+        self._ssl_context = ssl_context
         self._host = host
         self._port = port
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
@@ -52,7 +65,7 @@ class ProbeThread:
         """Start the thread and wait until it listens; raise what prevented it (the port is taken...)."""
         self._thread.start()
         if not self._ready.wait(timeout):
-            raise TimeoutError(f"the probe server did not listen on port {self._port} within {timeout}s")
+            raise TimeoutError(f"the {self._thread.name} server did not listen on port {self._port} within {timeout}s")
         if self._error is not None:
             raise self._error
 
@@ -75,7 +88,7 @@ class ProbeThread:
         except BaseException as error:  # reported by start(), or logged once serving
             self._error = error
             if self._ready.is_set():
-                logger.error("probe server failed", exc_info=error)
+                logger.error("%s server failed", self._thread.name, exc_info=error)
         finally:
             self._ready.set()
             loop.run_until_complete(loop.shutdown_asyncgens())
@@ -86,7 +99,7 @@ class ProbeThread:
         runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, host=self._host, port=self._port)
+            site = web.TCPSite(runner, host=self._host, port=self._port, ssl_context=self._ssl_context)
             await site.start()
             server = site._server
             sockets = getattr(server, "sockets", None) or ()

@@ -1,19 +1,22 @@
-"""The validating admission webhook handler, called directly with body dicts (no server, no cluster)."""
+"""The validating admission webhooks, answering AdmissionReviews on their pure path (no server, no cluster)."""
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
 
-import kopf
 import pytest
 import yaml
+from cryptography import x509
+from tests.unit.runtime.serving.admissionreviews import RefusedError, review, validate
+from tests.unit.runtime.serving.tlsfiles import NOW, issued
 
 from sundial.cli.commands import run as run_cmd
-from sundial.runtime.serving import admission
+from sundial.runtime.serving import admission, webhookserver, webhooktls
 from sundial.runtime.settings import WebhookSettings
 
 REPO = Path(__file__).resolve().parents[4]
@@ -45,169 +48,145 @@ def _valid() -> dict[str, Any]:
     }
 
 
-def _handler(body: dict[str, Any]) -> Any:
-    """The handler the API server would call for BODY's kind (one webhook per kind, one path each)."""
+def _webhook(body: dict[str, Any]) -> webhookserver.Webhook:
+    """The webhook the API server would call for BODY's kind (one webhook per kind, one path each)."""
     if body.get("kind") == "ScheduleCalendar":
-        return admission.validate_schedule_calendar
-    return admission.validate_scheduled_job
+        return admission.schedule_calendars()
+    return admission.scheduled_jobs()
 
 
-async def _refusal(body: dict[str, Any], **kwargs: Any) -> kopf.AdmissionError:
-    with pytest.raises(kopf.AdmissionError) as caught:
-        await _handler(body)(body=body, **kwargs)
+def _refusal(body: dict[str, Any], **kwargs: Any) -> RefusedError:
+    with pytest.raises(RefusedError) as caught:
+        validate(_webhook(body), body, **kwargs)
     return caught.value
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
-async def test_valid_samples_are_admitted(path: Path) -> None:
+def test_valid_samples_are_admitted(path: Path) -> None:
     body, _ = _load(path)
-    await _handler(body)(body=body, operation="CREATE")  # admitted: no AdmissionError
+    validate(_webhook(body), body)  # admitted: no RefusedError
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
-async def test_every_corpus_file_is_refused_with_422_naming_the_field_and_object(path: Path) -> None:
+def test_every_corpus_file_is_refused_with_422_naming_the_field_and_object(path: Path) -> None:
     # The webhook also refuses what the CRD refuses (defence in depth): it runs the runtime's whole validation.
     body, headers = _load(path)
-    error = await _refusal(body, operation="CREATE")
+    error = _refusal(body, operation="CREATE")
     assert error.code == 422
     message = str(error)
     assert headers["expect-field"] in message, message
     assert f'{body["kind"]}.sundial.dev "{body["metadata"]["name"]}" is invalid: ' in message
 
 
-async def test_every_invalid_field_is_named() -> None:
+def test_every_invalid_field_is_named() -> None:
     body = _valid()
     body["spec"].update(jitter="9999999h", retry={"maxAttempts": 0})
-    message = str(await _refusal(body, operation="CREATE"))
+    message = str(_refusal(body, operation="CREATE"))
     assert "spec.jitter" in message
     assert "spec.retry.maxAttempts" in message
 
 
-async def test_generate_name_is_used_when_there_is_no_name() -> None:
+def test_generate_name_is_used_when_there_is_no_name() -> None:
     body = _valid()
     body["metadata"] = {"generateName": "nightly-"}
     body["spec"]["schedule"] = "61 * * * *"
-    assert '"nightly-" is invalid: spec.schedule' in str(await _refusal(body, operation="CREATE"))
+    assert '"nightly-" is invalid: spec.schedule' in str(_refusal(body, operation="CREATE"))
 
 
-async def test_a_missing_spec_is_refused() -> None:
+def test_a_missing_spec_is_refused() -> None:
     body = _valid()
     del body["spec"]
-    assert "spec" in str(await _refusal(body, operation="CREATE"))
+    assert "spec" in str(_refusal(body, operation="CREATE"))
 
 
-async def test_update_that_changes_the_spec_to_an_invalid_one_is_refused() -> None:
+def test_update_that_changes_the_spec_to_an_invalid_one_is_refused() -> None:
     old = _valid()
     new = copy.deepcopy(old)
     new["spec"]["schedule"] = "0 0 30 2 *"
-    assert "spec.schedule" in str(await _refusal(new, old=old, operation="UPDATE"))
+    assert "spec.schedule" in str(_refusal(new, old=old, operation="UPDATE"))
 
 
-async def test_update_that_keeps_a_stored_invalid_spec_is_admitted() -> None:
+def test_update_that_keeps_a_stored_invalid_spec_is_admitted() -> None:
     # An object stored before the webhook existed must still take labels and lose finalizers.
     old = _valid()
     old["spec"]["schedule"] = "0 0 30 2 *"
     new = copy.deepcopy(old)
     new["metadata"]["labels"] = {"team": "x"}
-    await admission.validate_scheduled_job(body=new, old=old, operation="UPDATE")  # admitted
+    validate(admission.scheduled_jobs(), new, old=old, operation="UPDATE")  # admitted
 
 
-async def test_update_of_an_object_being_deleted_is_admitted() -> None:
+def test_update_of_an_object_being_deleted_is_admitted() -> None:
     old = _valid()
     new = copy.deepcopy(old)
     new["spec"]["schedule"] = "nope"
     new["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    await admission.validate_scheduled_job(body=new, old=old, operation="UPDATE")  # admitted
+    validate(admission.scheduled_jobs(), new, old=old, operation="UPDATE")  # admitted
 
 
-async def test_old_is_ignored_for_create() -> None:
+def test_old_is_ignored_for_create() -> None:
     body = _valid()
     body["spec"]["schedule"] = "nope"
-    await _refusal(body, old=copy.deepcopy(body), operation="CREATE")
+    _refusal(body, old=copy.deepcopy(body), operation="CREATE")
 
 
-def test_register_adds_one_validating_handler_per_kind_for_create_and_update() -> None:
-    registry = kopf.OperatorRegistry()
-    admission.register(registry)
-    handlers = {handler.id: handler for handler in registry._webhooks.get_all_handlers()}
-    assert sorted(handlers) == sorted([admission.WEBHOOK_ID, admission.CALENDAR_WEBHOOK_ID])
-    assert admission.WEBHOOK_PATH == "/validate-scheduledjob"
-    assert admission.CALENDAR_WEBHOOK_PATH == "/validate-schedulecalendar"
-    jobs = kopf.Resource("sundial.dev", "v1alpha1", "scheduledjobs")
-    calendars = kopf.Resource("sundial.dev", "v1alpha1", "schedulecalendars")
-    for handler_id, ours, other in (
-        (admission.WEBHOOK_ID, jobs, calendars),
-        (admission.CALENDAR_WEBHOOK_ID, calendars, jobs),
-    ):
-        handler = handlers[handler_id]
-        assert sorted(handler.operations or []) == ["CREATE", "UPDATE"]
-        assert handler.selector is not None
-        assert handler.selector.check(ours)
-        assert not handler.selector.check(other)
-        assert not handler.selector.check(kopf.Resource("batch", "v1", "jobs"))
+def test_one_webhook_per_kind_at_its_own_path() -> None:
+    jobs, calendars = admission.scheduled_jobs(), admission.schedule_calendars()
+    assert (jobs.path, jobs.resource) == ("/validate-scheduledjob", "scheduledjobs")
+    assert (calendars.path, calendars.resource) == ("/validate-schedulecalendar", "schedulecalendars")
+    assert admission.OPERATIONS == ("CREATE", "UPDATE")
+
+
+def test_a_review_of_another_resource_is_not_answered_as_admitted() -> None:
+    sent = review(_valid(), resource="schedulecalendars")
+    answer = webhookserver.answer_review(admission.scheduled_jobs(), json.dumps(sent).encode())
+    assert answer.status == 400
+    assert answer.body.decode() == (
+        "request.resource.resource: /validate-scheduledjob validates scheduledjobs, not schedulecalendars"
+    )
 
 
 def _calendar(**spec: Any) -> dict[str, Any]:
     return {"kind": "ScheduleCalendar", "metadata": {"name": "holidays", "namespace": "ns"}, "spec": spec}
 
 
-async def test_a_calendar_update_that_keeps_a_stored_invalid_spec_or_is_being_deleted_is_admitted() -> None:
+def test_a_calendar_update_that_keeps_a_stored_invalid_spec_or_is_being_deleted_is_admitted() -> None:
     stored = _calendar(exclude=[{"schedule": "61 * * * *"}])
     relabelled = copy.deepcopy(stored)
     relabelled["metadata"]["labels"] = {"team": "a"}
-    await admission.validate_schedule_calendar(body=relabelled, old=stored, operation="UPDATE")
+    validate(admission.schedule_calendars(), relabelled, old=stored, operation="UPDATE")
     edited = _calendar(exclude=[{"schedule": "62 * * * *"}])
-    error = await _refusal(edited, old=stored, operation="UPDATE")
+    error = _refusal(edited, old=stored, operation="UPDATE")
     assert 'ScheduleCalendar.sundial.dev "holidays" is invalid: spec.exclude[0].schedule' in str(error)
     edited["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
-    await admission.validate_schedule_calendar(body=edited, old=stored, operation="UPDATE")
+    validate(admission.schedule_calendars(), edited, old=stored, operation="UPDATE")
 
 
 def _settings(**kwargs: Any) -> WebhookSettings:
     return WebhookSettings(**kwargs)
 
 
-def test_configure_does_nothing_when_the_webhook_is_off() -> None:
-    registry, kopf_settings = kopf.OperatorRegistry(), kopf.OperatorSettings()
-    admission.configure(kopf_settings, registry, _settings())
-    assert kopf_settings.admission.server is None
-    assert not registry._webhooks.get_all_handlers()
+def test_no_server_when_the_webhook_is_off() -> None:
+    assert admission.server(_settings(), now=NOW) is None
 
 
-def test_configure_serves_given_certificate_and_does_not_manage_the_configuration(tmp_path: Path) -> None:
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    registry, kopf_settings = kopf.OperatorRegistry(), kopf.OperatorSettings()
-    settings = _settings(port=9443, addr="127.0.0.1", host="sundial.svc", cert_file=cert, key_file=key)
-    admission.configure(kopf_settings, registry, settings)
-    server = kopf_settings.admission.server
-    assert isinstance(server, kopf.WebhookServer)
-    assert (server.addr, server.port, server.host) == ("127.0.0.1", 9443, "sundial.svc")
-    assert (server.certfile, server.pkeyfile, server.insecure) == (cert, key, False)
-    assert kopf_settings.admission.managed is None
-    assert sorted(h.id for h in registry._webhooks.get_all_handlers()) == sorted(
-        [admission.WEBHOOK_ID, admission.CALENDAR_WEBHOOK_ID]
-    )
+def test_the_server_serves_the_given_files_and_dumps_them_as_the_ca(tmp_path: Path) -> None:
+    tls = issued(tmp_path)
+    settings = _settings(port=9443, cert_file=tls.certfile, key_file=tls.keyfile, ca_dump=tmp_path / "ca.pem")
+    context, reload = admission.serving_tls(settings, tls=None, now=NOW)
+    assert reload is not None and reload() is False  # unchanged files: nothing reloaded
+    assert (tmp_path / "ca.pem").read_bytes() == tls.certfile.read_bytes()
+    assert context.sni_callback is not None
 
 
-def test_configure_lets_kopf_manage_the_configuration_only_when_asked(tmp_path: Path) -> None:
-    kopf_settings = kopf.OperatorSettings()
-    settings = _settings(port=9443, cert_file=tmp_path / "c", key_file=tmp_path / "k", managed="sundial")
-    admission.configure(kopf_settings, kopf.OperatorRegistry(), settings)
-    assert kopf_settings.admission.managed == "sundial"
-
-
-def test_self_signed_needs_certbuilder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(admission, "can_self_sign", lambda: False)
-    with pytest.raises(ValueError, match="certbuilder"):
-        admission.webhook_server(_settings(port=9443))
-    monkeypatch.setattr(admission, "can_self_sign", lambda: True)
-    server = admission.webhook_server(_settings(port=9443, ca_dump=tmp_path / "ca.pem"))
-    assert (server.certfile, server.pkeyfile, server.cadump) == (None, None, tmp_path / "ca.pem")
-
-
-def test_webhook_server_refuses_a_disabled_port() -> None:
-    with pytest.raises(ValueError, match="disabled"):
-        admission.webhook_server(_settings())
+def test_without_files_a_self_signed_certificate_for_the_host_is_made_and_its_ca_dumped(tmp_path: Path) -> None:
+    settings = _settings(port=9443, host="sundial-webhook.ns.svc", ca_dump=tmp_path / "ca.pem")
+    made = webhooktls.self_signed(settings.host, now=NOW, ca_dump=settings.ca_dump)
+    cert = x509.load_pem_x509_certificate(made.certfile.read_bytes())
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(x509.DNSName)
+    assert "sundial-webhook.ns.svc" in names
+    assert made.cadata == (tmp_path / "ca.pem").read_bytes()
+    server = admission.server(settings, now=NOW)
+    assert server is not None and server.port == 9443
 
 
 def test_settings_need_the_certificate_and_key_together(tmp_path: Path) -> None:
@@ -225,7 +204,7 @@ def _run_args(*argv: str) -> argparse.Namespace:
 
 def test_sundial_run_has_the_webhook_off_by_default() -> None:
     settings = run_cmd.settings_from(_run_args(), environ={})
-    assert (settings.webhook.port, settings.webhook.managed) == (0, "")
+    assert settings.webhook.port == 0
 
 
 def test_sundial_run_webhook_flags(tmp_path: Path) -> None:
@@ -233,19 +212,11 @@ def test_sundial_run_webhook_flags(tmp_path: Path) -> None:
         _run_args(
             "--webhook-port", "9443", "--webhook-addr", "127.0.0.1", "--webhook-host", "sundial-webhook.ns.svc",
             "--webhook-cert-file", str(tmp_path / "tls.crt"), "--webhook-key-file", str(tmp_path / "tls.key"),
-            "--webhook-ca-dump", str(tmp_path / "ca.pem"), "--webhook-managed", "sundial",
+            "--webhook-ca-dump", str(tmp_path / "ca.pem"),
         ),
         environ={},
     )  # fmt: skip
     assert settings.webhook.port == 9443
     assert (settings.webhook.addr, settings.webhook.host) == ("127.0.0.1", "sundial-webhook.ns.svc")
     assert (settings.webhook.cert_file, settings.webhook.key_file) == (tmp_path / "tls.crt", tmp_path / "tls.key")
-    assert (settings.webhook.ca_dump, settings.webhook.managed) == (tmp_path / "ca.pem", "sundial")
-
-
-def test_sundial_run_refuses_a_webhook_it_cannot_serve(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(admission, "can_self_sign", lambda: False)
-    assert run_cmd.run(_run_args("--webhook-port", "9443")) == 2
-    assert "certbuilder" in capsys.readouterr().out
+    assert settings.webhook.ca_dump == tmp_path / "ca.pem"
