@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,6 +76,8 @@ class FakeKubectl:
         self.base = ["kubectl"]
         self.unreachable = False
         self.calendars: dict[str, dict[str, Any]] = {}
+        #: What ``get -w`` sees after the listing: the objects of the changes, in order.
+        self.changes: list[dict[str, Any]] = []
 
     def run(self, *args: str, namespaced: bool = True) -> str:
         self.calls.append(args)
@@ -124,6 +126,9 @@ class FakeKubectl:
                     raise runner.PluginError(f'scheduledjobs.sundial.dev "{names[0]}" not found')
                 return self.objects[names[0]]
             chosen = [self.objects[n] for n in names] if names else list(self.objects.values())
+            if raw is not None:  # key=value selectors only
+                key, _, value = raw.partition("=")
+                chosen = [o for o in chosen if (o["metadata"].get("labels") or {}).get(key) == value]
             return {"kind": "List", "items": chosen}
         if resource == "schedulecalendars.sundial.dev":
             namespace = next(a.partition("=")[2] for a in args if a.startswith("--namespace="))
@@ -172,6 +177,12 @@ class FakeKubectl:
     def get(self, name: str) -> dict[str, Any]:
         body: dict[str, Any] = json.loads(self.run("get", runner.RESOURCE, name, "-o", "json"))
         return body
+
+    def stream(self, *args: str, namespaced: bool = True) -> Iterator[dict[str, Any]]:
+        """``kubectl get -w -o json``: each listed object, then each of ``changes``."""
+        self.calls.append((*args, "-o", "json"))
+        listing = self._get((*args[1:], "-o", "json"))
+        yield from [*listing["items"], *self.changes]
 
     def get_json(self, *args: str, namespaced: bool = True) -> dict[str, Any]:
         body: dict[str, Any] = json.loads(self.run("get", *args, "-o", "json", namespaced=namespaced))
