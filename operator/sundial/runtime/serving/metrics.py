@@ -3,6 +3,11 @@ kube-state-metrics with config/kube-state-metrics).
 
 :class:`Metrics` holds them in small frozen groups, one per concern (runs, reconcile passes, shard Leases,
 fencing, Events, API requests), each made with the registry and each field documented.
+
+The registry follows Prometheus' conventions: the ``process_*`` metrics of the operator's process (memory,
+CPU, open files; on Linux) are in it, and counters and histograms expose no ``<name>_created`` series (their
+creation time, a Unix timestamp under a name that reads like a count) unless asked for (``sundial run
+--metrics-created-series``).
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ import dataclasses
 import platform
 from enum import StrEnum
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client.metrics_core import Metric
 
 import sundial
 from sundial.model.status import StatusCounter
@@ -288,14 +296,35 @@ class ApiMetrics:
         )
 
 
-class Metrics:
-    """All of the operator's metrics, one group per concern. Also the API request observer of
-    :mod:`sundial.kube.requests`."""
+#: The metric types whose ``<name>_created`` sample prometheus_client adds.
+_WITH_CREATED = frozenset({"counter", "histogram", "summary"})
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry()
+
+class SeriesRegistry(CollectorRegistry):
+    """A registry whose counters, histograms and summaries expose no ``<name>_created`` sample unless
+    ``created_series``; prometheus_client's own switch (``disable_created_metrics``) is global to the process."""
+
+    def __init__(self, *, created_series: bool = False) -> None:
+        super().__init__()
+        self.created_series = created_series
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in super().collect():
+            if not self.created_series and metric.type in _WITH_CREATED:
+                created = f"{metric.name}_created"
+                metric.samples = [sample for sample in metric.samples if sample.name != created]
+            yield metric
+
+
+class Metrics:
+    """All of the operator's metrics, one group per concern, and the process' own (``process_*``). Also the API
+    request observer of :mod:`sundial.kube.requests`."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, created_series: bool = False) -> None:
+        self.registry = registry if registry is not None else SeriesRegistry(created_series=created_series)
         """The registry ``/metrics`` serves."""
         r = self.registry
+        ProcessCollector(registry=r)
         self.build_info = Gauge(
             "sundial_build_info",
             "Always 1; the labels say which Sundial and which Python this replica runs.",
