@@ -231,3 +231,77 @@ def new_cluster() -> Callable[..., FakeKubectl]:
         return FakeKubectl(*objects, operator=operator)
 
     return make
+
+
+class InstalledCluster:
+    """A fake kubectl for ``kubectl sundial check``: Sundial installed and healthy until a test breaks a part
+    (``crds``, ``deployment``, ``pods``, ``webhook``, ``policies``, ``leases``, ``events``)."""
+
+    def __init__(self, now: datetime = NOW) -> None:
+        self.namespace: str | None = "team-a"
+        self.calls: list[tuple[str, ...]] = []
+        self.crds = {
+            name: {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
+            for name in ("scheduledjobs.sundial.dev", "schedulecalendars.sundial.dev")
+        }
+        self.deployment: dict[str, Any] = {
+            "metadata": {"namespace": "sundial-system", "name": "sundial"},
+            "spec": {
+                "replicas": 2,
+                "template": {"spec": {"containers": [{"args": ["--shards=2", "--lease-name-prefix=sundial"]}]}},
+            },
+            "status": {"readyReplicas": 2},
+        }
+        self.pods: list[dict[str, Any]] = []
+        #: What the dry run meets: "refuses" (the webhook answers), "admits", or an error message.
+        self.webhook = "refuses"
+        self.policies = ["sundial-fencing", "sundial-fencing-label"]
+        self.bindings = ["sundial-fencing", "sundial-fencing-label"]
+        renewed = now.strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+        self.leases = [
+            {
+                "metadata": {"name": f"sundial-shard-{i}"},
+                "spec": {"holderIdentity": f"sundial-{i}", "renewTime": renewed, "leaseDurationSeconds": 15},
+            }
+            for i in range(2)
+        ]
+        self.events: list[dict[str, Any]] = []
+        self.stdin: list[str] = []
+
+    def run(self, *args: str, namespaced: bool = True, stdin: str | None = None) -> str:
+        self.calls.append(args)
+        if args[:2] == ("create", "--dry-run=server"):
+            self.stdin.append(stdin or "")
+            if self.webhook == "refuses":
+                raise runner.PluginError(
+                    'admission webhook "validate.scheduledjobs.sundial.dev" denied the request: '
+                    "ScheduledJob.sundial.dev is invalid: spec.schedule: never fires"
+                )
+            if self.webhook != "admits":
+                raise runner.PluginError(self.webhook)
+            return "scheduledjob.sundial.dev/sundial-check-x created (server dry run)\n"
+        return json.dumps(self._get(args[1:]))
+
+    def _get(self, args: tuple[str, ...]) -> Any:
+        resource = args[0]
+        if resource == "customresourcedefinition":
+            if args[1] not in self.crds:
+                raise runner.PluginError(f'customresourcedefinitions.apiextensions.k8s.io "{args[1]}" not found')
+            return self.crds[args[1]]
+        if resource == "deployments":
+            return {"items": [self.deployment]}
+        if resource == "pods":
+            return {"items": self.pods}
+        if resource == "validatingadmissionpolicies":
+            return {"items": [{"metadata": {"name": n}} for n in self.policies]}
+        if resource == "validatingadmissionpolicybindings":
+            return {"items": [{"metadata": {"name": n}, "spec": {"policyName": n}} for n in self.bindings]}
+        if resource == "leases":
+            return {"items": self.leases}
+        if resource == "events":
+            return {"items": self.events}
+        raise AssertionError(f"unexpected get {args}")
+
+    def get_json(self, *args: str, namespaced: bool = True) -> dict[str, Any]:
+        body: dict[str, Any] = json.loads(self.run("get", *args, "-o", "json", namespaced=namespaced))
+        return body

@@ -17,6 +17,7 @@ from datetime import datetime
 
 from sundial.cli.kubectl import (
     backfill,
+    check,
     completion,
     create,
     describe,
@@ -41,6 +42,7 @@ call."""
 
 EXAMPLES = """\
 examples:
+  kubectl sundial check --wait 2m
   kubectl sundial get -A
   kubectl sundial describe nightly-report -n team-a -o yaml
   kubectl sundial preview nightly-report --count 10
@@ -53,7 +55,7 @@ examples:
 
 
 #: The modules of the commands, in the order of the help.
-COMMANDS = (get, describe, preview, forecast, version, completion, trigger, redrive, backfill, create, suspend)
+COMMANDS = (get, describe, preview, forecast, version, check, completion, trigger, redrive, backfill, create, suspend)
 
 
 def build_parser() -> argparse.ArgumentParser:

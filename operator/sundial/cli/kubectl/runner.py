@@ -40,8 +40,10 @@ class MissingCRDError(PluginError):
 
 INSTALL_HINT = (
     "install Sundial first: `helm install sundial charts/sundial -n sundial-system --create-namespace` or "
-    "`kubectl apply --server-side -k config/default` (docs/install.md); `kubectl sundial check` says what is missing"
+    "`kubectl apply --server-side -k config/default` (docs/install.md)"
 )
+#: The operator's Deployments: the chart and the kustomize base both label them so.
+OPERATOR_SELECTOR = "app.kubernetes.io/name=sundial"
 
 _KLOG_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.-]+:\d+\] ")
 _UNREACHABLE = (
@@ -78,7 +80,10 @@ def failure(stderr: str, returncode: int) -> PluginError:
         return UnreachableError(f"the cluster is unreachable: {summary}")
     if any(_NO_RESOURCE in line for line in plain):
         summary = next(line for line in plain if _NO_RESOURCE in line)
-        return MissingCRDError(f"{summary}: Sundial's CRDs are not installed on this cluster; {INSTALL_HINT}")
+        return MissingCRDError(
+            f"{summary}: Sundial's CRDs are not installed on this cluster; {INSTALL_HINT}; "
+            "`kubectl sundial check` says what else is missing"
+        )
     return PluginError("\n".join(plain) or f"kubectl exited with {returncode}")
 
 
@@ -197,13 +202,14 @@ class Kubectl:
         self.base = ["kubectl", *options.kubectl_args()]
         self.namespace: str | None = options.namespace
 
-    def run(self, *args: str, namespaced: bool = True) -> str:
+    def run(self, *args: str, namespaced: bool = True, stdin: str | None = None) -> str:
+        """kubectl's output of ``kubectl ARGS`` (``STDIN`` as its input, for ``-f -``)."""
         command = [*self.base]
         if namespaced and self.namespace:
             command.append(f"--namespace={self.namespace}")
         command.extend(args)
         try:
-            result = subprocess.run(command, capture_output=True, text=True, check=False)
+            result = subprocess.run(command, input=stdin, capture_output=True, text=True, check=False)
         except FileNotFoundError:
             raise PluginError("kubectl is not on PATH") from None
         if result.returncode != 0:

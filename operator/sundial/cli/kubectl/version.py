@@ -17,6 +17,7 @@ from typing import Any
 import sundial
 from sundial.cli.kubectl import outputs
 from sundial.cli.kubectl.runner import (
+    OPERATOR_SELECTOR,
     RESOURCE,
     Clock,
     Kubectl,
@@ -26,7 +27,6 @@ from sundial.cli.kubectl.runner import (
     add_command,
 )
 
-OPERATOR_SELECTOR = "app.kubernetes.io/name=sundial"
 VERSION_LABEL = "app.kubernetes.io/version"
 
 
