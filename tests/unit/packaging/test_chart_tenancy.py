@@ -179,7 +179,9 @@ def test_metrics_auth_grants_the_reviews_and_offers_a_reader_role() -> None:
     assert secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == scraper
     bound = _named(manifests, "ClusterRoleBinding")[scraper]
     assert bound["roleRef"]["name"] == f"{RELEASE}-sundial-metrics-reader"
-    assert bound["subjects"] == [{"kind": "ServiceAccount", "name": scraper, "namespace": secret["metadata"]["namespace"]}]
+    assert bound["subjects"] == [
+        {"kind": "ServiceAccount", "name": scraper, "namespace": secret["metadata"]["namespace"]}
+    ]
     assert endpoint["scheme"] == "https", "a bearer token is never sent in clear"
     assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}, "the operator's own certificate has no CA to trust"
     off = render()

@@ -98,7 +98,9 @@ def _notes(tmp_path: Path, *sets: str) -> str:
 def test_the_release_notes_say_how_to_load_the_archives_image_while_it_is_the_default(tmp_path: Path) -> None:
     notes = _notes(tmp_path)
     version = _version()
-    assert notes.lstrip().startswith(f"The operator image is localhost/sundial:{version}, the name inside the OCI archive")
+    assert notes.lstrip().startswith(
+        f"The operator image is localhost/sundial:{version}, the name inside the OCI archive"
+    )
     assert "kind load image-archive <archive>" in notes and "ctr -n k8s.io images import <archive>" in notes
     assert "ImagePullBackOff" in notes and "image.repository" in notes
 
