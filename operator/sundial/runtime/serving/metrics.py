@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import platform
-from enum import StrEnum
-
 from collections.abc import Iterator
+from enum import StrEnum
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.metrics_core import Metric
