@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import platform
-from collections.abc import Iterator
 from enum import StrEnum
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
-from prometheus_client.metrics_core import Metric
 
 import sundial
 from sundial.model.status import StatusCounter
+from sundial.runtime.serving.registry import SeriesRegistry
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
 HANDOFF_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120)
@@ -354,26 +353,6 @@ class IntakeMetrics:
 
     def set_quarantined(self, kind: str, count: int) -> None:
         self.quarantined.labels(kind=kind).set(count)
-
-
-#: The metric types whose ``<name>_created`` sample prometheus_client adds.
-_WITH_CREATED = frozenset({"counter", "histogram", "summary"})
-
-
-class SeriesRegistry(CollectorRegistry):
-    """A registry whose counters, histograms and summaries expose no ``<name>_created`` sample unless
-    ``created_series``; prometheus_client's own switch (``disable_created_metrics``) is global to the process."""
-
-    def __init__(self, *, created_series: bool = False) -> None:
-        super().__init__()
-        self.created_series = created_series
-
-    def collect(self) -> Iterator[Metric]:
-        for metric in super().collect():
-            if not self.created_series and metric.type in _WITH_CREATED:
-                created = f"{metric.name}_created"
-                metric.samples = [sample for sample in metric.samples if sample.name != created]
-            yield metric
 
 
 class Metrics:
