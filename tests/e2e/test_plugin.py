@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -283,3 +286,50 @@ def test_forecast_json_finds_the_herd_of_the_objects_on_the_api_server(cluster: 
     assert sum(bucket["runs"] for bucket in found["buckets"]) == 4
     chart = plugin(cluster, "forecast", "-n", ns, "--hours", "3").stdout
     assert f"{stamp}  3 runs: {ns}/herd-0, {ns}/herd-1, {ns}/herd-2" in chart
+
+
+def _watch_lines(process: subprocess.Popen[str], until: Callable[[list[str]], bool], timeout: float) -> list[str]:
+    """The lines ``get -w`` printed, read until UNTIL holds for them or TIMEOUT seconds passed."""
+    assert process.stdout is not None
+    os.set_blocking(process.stdout.fileno(), False)
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not until(lines):
+        line = process.stdout.readline()
+        if line:
+            lines.append(line.rstrip("\n"))
+        elif process.poll() is not None:
+            break
+        else:
+            time.sleep(0.2)
+    return lines
+
+
+def _suspend_column(lines: list[str]) -> list[str]:
+    """The SUSPEND cell of each ``watched`` line (the column after its two schedules)."""
+    return [line.split("FRI#3", 1)[1].split()[0] for line in lines if line.startswith("watched ")]
+
+
+def test_get_watch_prints_the_listing_then_a_line_per_change_of_the_selected_objects(cluster: Cluster, ns: str) -> None:
+    """``get -l team=a -w`` on a real API server: kubectl's watch, one table line per object as it comes; a change
+    (suspend) is a new line; an object without the label never shows. spec.schedules shows in SCHEDULE."""
+    watched = _sj("watched", cluster.job_manifest("x"), schedules=["0 18 LW * *", "0 18 ? * FRI#3"])
+    watched["metadata"]["labels"] = {"team": "a"}
+    cluster.apply(watched, ns)
+    cluster.apply(_sj("unlabelled", cluster.job_manifest("x"), schedule=YEARLY), ns)
+    cluster.wait_for(lambda: _condition(_get(cluster, ns, "watched"), "Ready"), timeout=20, message="Ready")
+    command = [str(PLUGIN), "--kubeconfig", str(cluster.kubeconfig), "get", "-n", ns, "-l", "team=a", "-w"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = _watch_lines(process, lambda lines: len(lines) >= 2, timeout=30)
+        assert first[0].split()[:2] == ["NAME", "SCHEDULE"], first
+        assert first[1].startswith("watched ") and "0 18 LW * *; 0 18 ? * FRI#3" in first[1], first
+        cluster.kubectl("patch", "scheduledjob", "watched", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":true}}')
+        more = _watch_lines(process, lambda lines: "True" in _suspend_column(lines), timeout=30)
+        assert _suspend_column(first[1:]) == ["False"]
+        assert "True" in _suspend_column(more), more
+        assert not [line for line in first + more if line.startswith("unlabelled")]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert process.returncode is not None

@@ -221,7 +221,7 @@ class ScheduledJobStatus(StatusModel):
     reservation: Reservation | None = None
     """The next run, reserved ahead of its instant (DESIGN §7.5); None: nothing reserved."""
     fencing_token: str | None = None
-    """``<shard>-<lease transitions>`` of the replica that wrote this status (every write stamps it; the
+    """``<shard>-<lease transitions>-<lease uid>`` of the replica that wrote this status (every write stamps it; the
     server-side fencing policy refuses a write whose token is older than the shard Lease)."""
 
     def condition(self, kind: str) -> Condition | None:

@@ -72,7 +72,7 @@ class Context:
     now: datetime
     """UTC-aware; the only clock the planner knows."""
     fencing_token: str
-    """``<shard>-<lease transitions>`` of the acting replica, stamped on every Job it creates."""
+    """``<shard>-<lease transitions>-<lease uid>`` of the acting replica, stamped on every Job it creates."""
     max_enumerated_runs: int = 10_000
     """Bound on nominal times enumerated per pass (a per-second schedule after a long outage)."""
     reissue_after: timedelta = timedelta(seconds=15)

@@ -112,7 +112,7 @@ async def build(
     errors.configure_fencing(settings.leases.fencing_policy)
     configuration = await connections.load_configuration(settings.api.kubeconfig)
     client = connections.api_client(configuration)
-    metrics = Metrics()
+    metrics = Metrics(created_series=settings.probes.metrics_created_series)
     bucket = ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst)
     requester = requests.Requester(bucket=bucket, observer=metrics)
     api = objects.ObjectsApi(api_client=client, requester=requester)

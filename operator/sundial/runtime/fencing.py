@@ -34,7 +34,7 @@ class Acting(Protocol):
         ...
 
     def fencing_token(self, shard: int) -> str:
-        """``<shard>-<leaseTransitions>`` of the Lease this replica holds for the shard."""
+        """``<shard>-<leaseTransitions>-<lease uid>`` of the Lease this replica holds for the shard."""
         ...
 
     def fenced(self, shard: int) -> None:

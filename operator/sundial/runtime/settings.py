@@ -206,6 +206,10 @@ class ProbeSettings:
     metrics_key_file: Path | None = None
     """Private key (PEM) of ``metrics_cert_file``."""
 
+    metrics_created_series: bool = False
+    """Also expose each counter's and histogram's ``<name>_created`` series (its creation time as a Unix
+    timestamp); off by default, as Prometheus' conventions have it (:mod:`sundial.runtime.serving.metrics`)."""
+
     def __post_init__(self) -> None:
         if (self.metrics_cert_file is None) != (self.metrics_key_file is None):
             raise ValueError("--metrics-cert-file and --metrics-key-file go together")

@@ -4,7 +4,7 @@ shared API server safe for the other e2e modules:
 
 * the image ``make image`` built, imported into the node and named by digest (``imagePullPolicy: Never``);
 * the real node's nodeSelector and toleration; one replica;
-* the operator watching, and the webhook (``failurePolicy: Fail``) and the requester-authority policy
+* the operator watching, and the webhook and the requester-authority policy
   covering, only the test's work namespace (cluster-wide they would catch every other module's writes);
 * no CRDs: the suite's ``crds`` fixture owns them for the whole session (``kubectl delete -k`` would delete
   every ScheduledJob of every module with them).
@@ -71,7 +71,7 @@ def ground(directory: Path, base: Path, *, repository: str, digest: str, work: s
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "resources": [os.path.relpath(base, directory)],
-        "images": [{"name": "sundial", "newName": repository, "digest": digest}],
+        "images": [{"name": "localhost/sundial", "newName": repository, "digest": digest}],
         "replicas": [{"name": "sundial-operator", "count": 1}],
         "patches": [
             _json_patch("Deployment", "sundial-operator", operator, group="apps"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,6 +76,8 @@ class FakeKubectl:
         self.base = ["kubectl"]
         self.unreachable = False
         self.calendars: dict[str, dict[str, Any]] = {}
+        #: What ``get -w`` sees after the listing: the objects of the changes, in order.
+        self.changes: list[dict[str, Any]] = []
 
     def run(self, *args: str, namespaced: bool = True) -> str:
         self.calls.append(args)
@@ -124,6 +126,9 @@ class FakeKubectl:
                     raise runner.PluginError(f'scheduledjobs.sundial.dev "{names[0]}" not found')
                 return self.objects[names[0]]
             chosen = [self.objects[n] for n in names] if names else list(self.objects.values())
+            if raw is not None:  # key=value selectors only
+                key, _, value = raw.partition("=")
+                chosen = [o for o in chosen if (o["metadata"].get("labels") or {}).get(key) == value]
             return {"kind": "List", "items": chosen}
         if resource == "schedulecalendars.sundial.dev":
             namespace = next(a.partition("=")[2] for a in args if a.startswith("--namespace="))
@@ -173,6 +178,12 @@ class FakeKubectl:
         body: dict[str, Any] = json.loads(self.run("get", runner.RESOURCE, name, "-o", "json"))
         return body
 
+    def stream(self, *args: str, namespaced: bool = True) -> Iterator[dict[str, Any]]:
+        """``kubectl get -w -o json``: each listed object, then each of ``changes``."""
+        self.calls.append((*args, "-o", "json"))
+        listing = self._get((*args[1:], "-o", "json"))
+        yield from [*listing["items"], *self.changes]
+
     def get_json(self, *args: str, namespaced: bool = True) -> dict[str, Any]:
         body: dict[str, Any] = json.loads(self.run("get", *args, "-o", "json", namespaced=namespaced))
         return body
@@ -220,3 +231,77 @@ def new_cluster() -> Callable[..., FakeKubectl]:
         return FakeKubectl(*objects, operator=operator)
 
     return make
+
+
+class InstalledCluster:
+    """A fake kubectl for ``kubectl sundial check``: Sundial installed and healthy until a test breaks a part
+    (``crds``, ``deployment``, ``pods``, ``webhook``, ``policies``, ``leases``, ``events``)."""
+
+    def __init__(self, now: datetime = NOW) -> None:
+        self.namespace: str | None = "team-a"
+        self.calls: list[tuple[str, ...]] = []
+        self.crds = {
+            name: {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
+            for name in ("scheduledjobs.sundial.dev", "schedulecalendars.sundial.dev")
+        }
+        self.deployment: dict[str, Any] = {
+            "metadata": {"namespace": "sundial-system", "name": "sundial"},
+            "spec": {
+                "replicas": 2,
+                "template": {"spec": {"containers": [{"args": ["--shards=2", "--lease-name-prefix=sundial"]}]}},
+            },
+            "status": {"readyReplicas": 2},
+        }
+        self.pods: list[dict[str, Any]] = []
+        #: What the dry run meets: "refuses" (the webhook answers), "admits", or an error message.
+        self.webhook = "refuses"
+        self.policies = ["sundial-fencing", "sundial-fencing-label"]
+        self.bindings = ["sundial-fencing", "sundial-fencing-label"]
+        renewed = now.strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+        self.leases = [
+            {
+                "metadata": {"name": f"sundial-shard-{i}"},
+                "spec": {"holderIdentity": f"sundial-{i}", "renewTime": renewed, "leaseDurationSeconds": 15},
+            }
+            for i in range(2)
+        ]
+        self.events: list[dict[str, Any]] = []
+        self.stdin: list[str] = []
+
+    def run(self, *args: str, namespaced: bool = True, stdin: str | None = None) -> str:
+        self.calls.append(args)
+        if args[:2] == ("create", "--dry-run=server"):
+            self.stdin.append(stdin or "")
+            if self.webhook == "refuses":
+                raise runner.PluginError(
+                    'admission webhook "validate.scheduledjobs.sundial.dev" denied the request: '
+                    "ScheduledJob.sundial.dev is invalid: spec.schedule: never fires"
+                )
+            if self.webhook != "admits":
+                raise runner.PluginError(self.webhook)
+            return "scheduledjob.sundial.dev/sundial-check-x created (server dry run)\n"
+        return json.dumps(self._get(args[1:]))
+
+    def _get(self, args: tuple[str, ...]) -> Any:
+        resource = args[0]
+        if resource == "customresourcedefinition":
+            if args[1] not in self.crds:
+                raise runner.PluginError(f'customresourcedefinitions.apiextensions.k8s.io "{args[1]}" not found')
+            return self.crds[args[1]]
+        if resource == "deployments":
+            return {"items": [self.deployment]}
+        if resource == "pods":
+            return {"items": self.pods}
+        if resource == "validatingadmissionpolicies":
+            return {"items": [{"metadata": {"name": n}} for n in self.policies]}
+        if resource == "validatingadmissionpolicybindings":
+            return {"items": [{"metadata": {"name": n}, "spec": {"policyName": n}} for n in self.bindings]}
+        if resource == "leases":
+            return {"items": self.leases}
+        if resource == "events":
+            return {"items": self.events}
+        raise AssertionError(f"unexpected get {args}")
+
+    def get_json(self, *args: str, namespaced: bool = True) -> dict[str, Any]:
+        body: dict[str, Any] = json.loads(self.run("get", *args, "-o", "json", namespaced=namespaced))
+        return body

@@ -304,10 +304,10 @@ def test_version_reports_the_client_and_what_the_cluster_says(run: Run, cluster:
     assert "Client Version:" in run(cluster, "version")[1]
 
 
-def test_version_without_a_cluster_prints_the_client_and_one_line_saying_so(run: Run, cluster: Any) -> None:
+def test_version_without_a_cluster_prints_the_client_and_one_line_saying_so_and_exits_1(run: Run, cluster: Any) -> None:
     cluster.unreachable = True
     code, out, err = run(cluster, "version")
-    assert code == 0, err
+    assert code == 1, err  # as kubectl's version exits when the server cannot be reached
     client, server = out.splitlines()
     assert client.startswith("Client Version: ")
     assert server == (
@@ -319,6 +319,7 @@ def test_version_without_a_cluster_prints_the_client_and_one_line_saying_so(run:
     found = json.loads(run(cluster, "version", "-o", "json")[1])
     assert found["unreachable"].startswith("the cluster is unreachable: The connection to the server 127.0.0.1:1")
     assert "errors" not in found and "crd" not in found
+    assert run(cluster, "version", "--client")[0] == 0
     assert run(cluster, "version", "--client")[1].count("\n") == 1
 
 

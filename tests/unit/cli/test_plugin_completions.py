@@ -31,6 +31,7 @@ def test_completes_commands_then_names_then_output_formats(cluster: Any) -> None
             "suspend",
             "resume",
             "version",
+            "check",
             "completion",
         ]
     )

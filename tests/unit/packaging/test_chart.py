@@ -80,8 +80,8 @@ def run_helm(helm: str, *args: str, check: bool = True) -> subprocess.CompletedP
     return result
 
 
-def render(helm: str, values_file: str | None = None, *sets: str) -> list[dict[str, Any]]:
-    args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE]
+def render(helm: str, values_file: str | None = None, *sets: str, skip_tests: bool = False) -> list[dict[str, Any]]:
+    args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE, *(["--skip-tests"] if skip_tests else [])]
     if values_file:
         args += ["--values", str(CHART / "ci" / values_file)]
     for value in sets:
@@ -213,7 +213,20 @@ def test_bad_values_are_rejected(helm: str, bad: str) -> None:
 
 @pytest.fixture(scope="module", params=[None, *CI_VALUES], ids=["defaults", *CI_VALUES])
 def rendered(request: pytest.FixtureRequest, helm: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    return values_of(request.param), render(helm, request.param)
+    """What `helm install` installs: the `helm test` hooks (created by `helm test` only) are left out here and
+    tested in test_chart_check.py."""
+    return values_of(request.param), render(helm, request.param, skip_tests=True)
+
+
+def _operator_service_account(manifests: list[dict[str, Any]]) -> str:
+    """The operator's ServiceAccount (with metrics.auth and the ServiceMonitor there is a scraper's too)."""
+    (name,) = [m["metadata"]["name"] for m in manifests if m["kind"] == "ServiceAccount" and not _scraper(m)]
+    return str(name)
+
+
+def _scraper(manifest: dict[str, Any]) -> bool:
+    """The ServiceMonitor's scraper (metrics-auth-rbac.yaml), tested in test_chart_tenancy.py."""
+    return str(manifest["metadata"]["name"]).endswith("-metrics-scraper")
 
 
 def test_the_operator_pod_is_restricted(rendered: Any, checks: Any) -> None:
@@ -263,6 +276,7 @@ def test_rbac_is_least_privilege(rendered: Any, checks: Any) -> None:
         if m["kind"] in ("ClusterRole", "ClusterRoleBinding")
         and not m["metadata"]["name"].endswith("-webhook-ca-bundle")
         and not _for_users(m)
+        and not _scraper(m)
     ]
     if values["watchNamespaces"]:
         assert not cluster_roles, "namespaced mode must not create cluster-scoped RBAC (but for the caBundle patch)"
@@ -272,8 +286,8 @@ def test_rbac_is_least_privilege(rendered: Any, checks: Any) -> None:
             assert checks.grants(role["rules"]) == expected
     else:
         assert checks.grants(checks.one(manifests, "ClusterRole", RELEASE)["rules"]) == expected
-    service_account = checks.one(manifests, "ServiceAccount")["metadata"]["name"]
-    for binding in (m for m in manifests if m["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+    service_account = _operator_service_account(manifests)
+    for binding in (m for m in manifests if m["kind"] in ("RoleBinding", "ClusterRoleBinding") and not _scraper(m)):
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": service_account, "namespace": NAMESPACE}]
 
 
@@ -503,7 +517,7 @@ def test_the_operator_serves_the_webhook_with_its_own_or_cert_managers_certifica
         volume = next(v for v in pod["volumes"] if v["name"] == "webhook-tls")
         assert checks.one(manifests, "Certificate")["spec"]["secretName"] == volume["secret"]["secretName"]
     else:
-        secret = checks.one(manifests, "Secret")
+        (secret,) = [m for m in manifests if m["kind"] == "Secret" and not _scraper(m)]
         certificate = webhook["operatorCertificate"]
         for flag in (
             f"--webhook-cert-secret={secret['metadata']['name']}",
@@ -587,7 +601,7 @@ def test_the_webhook_rbac_is_scoped_to_its_two_objects(rendered: Any, checks: An
         },
     }
     assert checks.one(manifests, "Role", f"{RELEASE}-webhook-certificate")["metadata"]["namespace"] == NAMESPACE
-    service_account = checks.one(manifests, "ServiceAccount")["metadata"]["name"]
+    service_account = _operator_service_account(manifests)
     for kind, name in (("RoleBinding", "-webhook-certificate"), ("ClusterRoleBinding", "-webhook-ca-bundle")):
         binding = checks.one(manifests, kind, f"{RELEASE}{name}")
         assert binding["roleRef"]["name"] == f"{RELEASE}{name}"

@@ -169,15 +169,44 @@ def test_metrics_auth_grants_the_reviews_and_offers_a_reader_role() -> None:
     binding = _named(manifests, "ClusterRoleBinding")[f"{RELEASE}-sundial-metrics-auth"]
     assert binding["roleRef"]["name"] == f"{RELEASE}-sundial-metrics-auth"
     (monitor,) = _named(manifests, "ServiceMonitor").values()
-    assert monitor["spec"]["endpoints"][0]["bearerTokenFile"].endswith("/serviceaccount/token")
-    assert monitor["spec"]["endpoints"][0]["scheme"] == "https", "a bearer token is never sent in clear"
-    assert monitor["spec"]["endpoints"][0]["tlsConfig"] == {"insecureSkipVerify": True}
+    (endpoint,) = monitor["spec"]["endpoints"]
+    # The current fields (no deprecated bearerTokenFile): the token Secret of a scraper allowed to get /metrics.
+    assert "bearerTokenFile" not in endpoint
+    scraper = f"{RELEASE}-sundial-metrics-scraper"
+    assert endpoint["authorization"] == {"type": "Bearer", "credentials": {"name": scraper, "key": "token"}}
+    (secret,) = [m for m in manifests if m["kind"] == "Secret" and m["metadata"]["name"] == scraper]
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == scraper
+    bound = _named(manifests, "ClusterRoleBinding")[scraper]
+    assert bound["roleRef"]["name"] == f"{RELEASE}-sundial-metrics-reader"
+    assert bound["subjects"] == [
+        {"kind": "ServiceAccount", "name": scraper, "namespace": secret["metadata"]["namespace"]}
+    ]
+    assert endpoint["scheme"] == "https", "a bearer token is never sent in clear"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}, "the operator's own certificate has no CA to trust"
     off = render()
     assert (
         "--metrics-auth"
         not in next(iter(_named(off, "Deployment").values()))["spec"]["template"]["spec"]["containers"][0]["args"]
     )
     assert f"{RELEASE}-sundial-metrics-auth" not in _named(off, "ClusterRole")
+
+
+def test_a_metrics_certificate_of_ones_own_is_served_and_verified_by_the_service_monitor() -> None:
+    manifests = render(
+        "metrics.auth=true", "metrics.serviceMonitor.enabled=true", "metrics.tls.secretName=metrics-cert"
+    )
+    (deployment,) = _named(manifests, "Deployment").values()
+    pod = deployment["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "metrics-tls")
+    assert f"--metrics-cert-file={mount['mountPath']}/tls.crt" in args
+    assert f"--metrics-key-file={mount['mountPath']}/tls.key" in args
+    assert next(v for v in pod["volumes"] if v["name"] == "metrics-tls")["secret"]["secretName"] == "metrics-cert"
+    (monitor,) = _named(manifests, "ServiceMonitor").values()
+    tls = monitor["spec"]["endpoints"][0]["tlsConfig"]
+    assert tls["ca"] == {"secret": {"name": "metrics-cert", "key": "ca.crt"}}
+    assert tls["serverName"].startswith(f"{RELEASE}-sundial-metrics.") and "insecureSkipVerify" not in tls
 
 
 def test_the_network_policy_admits_only_the_listed_api_server_to_the_webhook_port() -> None:

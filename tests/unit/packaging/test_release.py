@@ -95,9 +95,13 @@ def _notes(tmp_path: Path, *sets: str) -> str:
     return str(yaml.safe_load(result.stdout)["data"]["notes"])
 
 
-def test_the_release_notes_warn_while_the_image_is_the_placeholder(tmp_path: Path) -> None:
+def test_the_release_notes_say_how_to_load_the_archives_image_while_it_is_the_default(tmp_path: Path) -> None:
     notes = _notes(tmp_path)
-    assert notes.lstrip().startswith("WARNING: the operator image is not set")
+    version = _version()
+    assert notes.lstrip().startswith(
+        f"The operator image is localhost/sundial:{version}, the name inside the OCI archive"
+    )
+    assert "kind load image-archive <archive>" in notes and "ctr -n k8s.io images import <archive>" in notes
     assert "ImagePullBackOff" in notes and "image.repository" in notes
 
 
@@ -108,7 +112,7 @@ def test_the_release_notes_warn_while_the_image_is_the_placeholder(tmp_path: Pat
 )
 def test_the_release_notes_do_not_warn_once_the_image_is_set(tmp_path: Path, sets: tuple[str, ...]) -> None:
     notes = _notes(tmp_path, *sets)
-    assert "WARNING" not in notes
+    assert "OCI archive" not in notes
     assert notes.lstrip().startswith("Sundial ")
 
 

@@ -135,6 +135,11 @@ def _add_probe_flags(parser: argparse.ArgumentParser) -> None:
     )
     add("--metrics-cert-file", type=Path, default=None, help="serve /metrics over HTTPS with this certificate (PEM)")
     add("--metrics-key-file", type=Path, default=None, help="private key (PEM) of --metrics-cert-file")
+    add(
+        "--metrics-created-series",
+        action="store_true",
+        help="also expose the <name>_created series of counters and histograms (off: Prometheus' convention)",
+    )
 
 
 def _add_certificate_flags(parser: argparse.ArgumentParser) -> None:
@@ -257,6 +262,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             metrics_auth=args.metrics_auth,
             metrics_cert_file=args.metrics_cert_file,
             metrics_key_file=args.metrics_key_file,
+            metrics_created_series=args.metrics_created_series,
         ),
         logging=groups.LoggingSettings(format=LogFormat(args.log_format), level=args.log_level),
         test_crash_after_claim=_crash_hook(env, CRASH_AFTER_CLAIM_ENV),

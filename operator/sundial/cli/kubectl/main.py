@@ -17,6 +17,7 @@ from datetime import datetime
 
 from sundial.cli.kubectl import (
     backfill,
+    check,
     completion,
     create,
     describe,
@@ -36,10 +37,12 @@ Trigger, redrive, suspend, resume, inspect, preview and forecast Sundial Schedul
 
 Manual actions set a token annotation (sundial.dev/trigger, sundial.dev/redrive, sundial.dev/backfill)
 that the operator acts on once; the spec stays as it is in Git. kubectl's global flags (--context, -n, --kubeconfig,
---as, ...) are accepted anywhere on the line and passed to every kubectl call."""
+--as, --token, --certificate-authority, -v, ...) are accepted anywhere on the line and passed to every kubectl
+call."""
 
 EXAMPLES = """\
 examples:
+  kubectl sundial check --wait 2m
   kubectl sundial get -A
   kubectl sundial describe nightly-report -n team-a -o yaml
   kubectl sundial preview nightly-report --count 10
@@ -52,7 +55,7 @@ examples:
 
 
 #: The modules of the commands, in the order of the help.
-COMMANDS = (get, describe, preview, forecast, version, completion, trigger, redrive, backfill, create, suspend)
+COMMANDS = (get, describe, preview, forecast, version, check, completion, trigger, redrive, backfill, create, suspend)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,10 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
         description=DESCRIPTION,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # --client is version's own flag, not an abbreviation of --client-key
     )
     kubectl = parser.add_argument_group("kubectl global flags (accepted anywhere on the line)")
     for flag in GLOBAL_FLAGS:
-        kubectl.add_argument(*flag.names, dest=flag.dest, metavar=flag.dest.upper(), help=flag.help)
+        if flag.switch:
+            kubectl.add_argument(*flag.names, dest=flag.dest, action="store_true", help=flag.help)
+        else:
+            kubectl.add_argument(*flag.names, dest=flag.dest, metavar=flag.dest.upper(), help=flag.help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         command.register(commands)

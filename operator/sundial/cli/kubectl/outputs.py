@@ -126,6 +126,18 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def watch_line(header: Sequence[str], row: Sequence[str], *, first: bool) -> str:
+    """One line of a watched table (``get -w``), each cell padded to its header's width; the header above it
+    when it is the FIRST."""
+    widths = [len(cell) for cell in header]
+    cells = (
+        "   ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in (header, row)
+    )
+    head, line = cells
+    return f"{head}\n{line}" if first else line
+
+
 def age(seconds: float) -> str:
     """A duration as kubectl shows ages (``45s``, ``5m30s``, ``90m``, ``5h10m``, ``36h``, ``3d4h``, ``20d``)."""
     total = max(int(seconds), 0)

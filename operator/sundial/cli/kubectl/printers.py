@@ -18,39 +18,77 @@ if TYPE_CHECKING:
     from sundial.cli.kubectl.calendars import CalendarReader
 
 
+def schedule_of(spec: Mapping[str, Any]) -> str:
+    """What the SCHEDULE column shows: ``spec.schedule``, the entries of ``spec.schedules`` joined by ``; `` (a
+    cron expression may hold commas), ``at <runAt>`` or ``asap``; ``+ N calendars`` when it refers to some."""
+    schedules = spec.get("schedules") or []
+    if spec.get("schedule"):
+        shown = str(spec["schedule"])
+    elif schedules:
+        shown = "; ".join(str(entry) for entry in schedules)
+    else:
+        return f"at {spec['runAt']}" if spec.get("runAt") else "asap"
+    calendars = spec.get("calendarRefs") or []
+    if calendars:
+        shown += f" + {len(calendars)} calendar{'s' if len(calendars) > 1 else ''}"
+    return shown
+
+
+def header(*, wide: bool, namespaces: bool) -> list[str]:
+    """The ``get`` table's columns."""
+    names = ["NAME", "SCHEDULE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "NEXT RUN", "READY", "AGE"]
+    if wide:
+        names += ["TIME ZONE", "CALENDARS", "LAST SUCCESS", "DEAD LETTERS", "REASON"]
+    if namespaces:
+        names.insert(0, "NAMESPACE")
+    return names
+
+
 def rows(bodies: Sequence[Mapping[str, Any]], *, now: datetime, wide: bool, namespaces: bool) -> str:
     """The ``get`` table."""
-    header = ["NAME", "SCHEDULE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "NEXT RUN", "READY", "AGE"]
+    return outputs.table(
+        header(wide=wide, namespaces=namespaces),
+        [row(body, now=now, wide=wide, namespaces=namespaces) for body in bodies],
+    )
+
+
+def row(body: Mapping[str, Any], *, now: datetime, wide: bool, namespaces: bool) -> list[str]:
+    """One line of the ``get`` table."""
+    meta, spec, status = body.get("metadata") or {}, body.get("spec") or {}, body.get("status") or {}
+    ready = _condition(status, "Ready")
+    cells = [
+        meta.get("name", ""),
+        schedule_of(spec),
+        str(bool(spec.get("suspend", False))),
+        str(len(status.get("active") or [])),
+        outputs.since(_time(status.get("lastScheduleTime")), now),
+        outputs.until(_time(status.get("nextScheduleTime")), now),
+        ready.get("status", "Unknown"),
+        outputs.since(_time(meta.get("creationTimestamp")), now),
+    ]
     if wide:
-        header += ["TIME ZONE", "LAST SUCCESS", "DEAD LETTERS", "REASON"]
-    if namespaces:
-        header.insert(0, "NAMESPACE")
-    lines = []
-    for body in bodies:
-        meta, spec, status = body.get("metadata") or {}, body.get("spec") or {}, body.get("status") or {}
-        ready = _condition(status, "Ready")
-        schedule = spec.get("schedule") or (f"at {spec['runAt']}" if spec.get("runAt") else "asap")
-        row = [
-            meta.get("name", ""),
-            schedule,
-            str(bool(spec.get("suspend", False))),
-            str(len(status.get("active") or [])),
-            outputs.since(_time(status.get("lastScheduleTime")), now),
-            outputs.until(_time(status.get("nextScheduleTime")), now),
-            ready.get("status", "Unknown"),
-            outputs.since(_time(meta.get("creationTimestamp")), now),
+        cells += [
+            spec.get("timeZone", "UTC"),
+            ",".join(spec.get("calendarRefs") or []) or "<none>",
+            outputs.since(_time(status.get("lastSuccessfulTime")), now),
+            str(len(status.get("deadLetters") or [])),
+            ready.get("reason", ""),
         ]
-        if wide:
-            row += [
-                spec.get("timeZone", "UTC"),
-                outputs.since(_time(status.get("lastSuccessfulTime")), now),
-                str(len(status.get("deadLetters") or [])),
-                ready.get("reason", ""),
-            ]
-        if namespaces:
-            row.insert(0, meta.get("namespace", ""))
-        lines.append(row)
-    return outputs.table(header, lines)
+    if namespaces:
+        cells.insert(0, meta.get("namespace", ""))
+    return cells
+
+
+def _schedule_lines(spec: Mapping[str, Any]) -> list[str]:
+    """``describe``'s schedule: one line, or ``Schedules:`` with one indented line per entry of spec.schedules."""
+    schedules = spec.get("schedules") or []
+    if spec.get("schedule"):
+        return [f"Schedule:    {spec['schedule']}"]
+    if schedules:
+        return ["Schedules:   (the union; a time two entries produce is one run)", *(f"  {s}" for s in schedules)]
+    if spec.get("runAt"):
+        return [f"Schedule:    once at {spec['runAt']}"]
+    return ["Schedule:    (once, as soon as possible)"]
 
 
 def _time(value: Any) -> datetime | None:
@@ -90,7 +128,7 @@ def text(body: Mapping[str, Any], *, now: datetime, count: int, reader: Calendar
     lines = [
         f"Name:        {obj.metadata.name}",
         f"Namespace:   {obj.metadata.namespace}",
-        f"Schedule:    {spec.get('schedule') or spec.get('runAt') or '(once, as soon as possible)'}",
+        *_schedule_lines(spec),
         f"Time zone:   {spec.get('timeZone', 'UTC')}",
         f"Suspend:     {spec.get('suspend', False)}",
     ]

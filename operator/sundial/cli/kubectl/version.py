@@ -3,8 +3,9 @@
 The operator is found as the Deployments labelled ``app.kubernetes.io/name=sundial`` (the chart and the
 kustomize base both set it); its version is their ``app.kubernetes.io/version`` label, else the image tag.
 What cannot be read (no cluster, no permission to list Deployments) is reported, not fatal: an unreachable
-cluster is one line (``Server: unreachable (...)``, kubectl's own summary without client-go's log lines), and
-the client's version is printed all the same.
+cluster is one line (``Server: unreachable (...)``, kubectl's own summary without client-go's log lines), so is
+a refused login (``Server: login refused (...)``), and the client's version is printed all the same; the exit
+code is then 1, as kubectl's ``version`` exits when it cannot reach the server.
 """
 
 from __future__ import annotations
@@ -15,9 +16,17 @@ from typing import Any
 
 import sundial
 from sundial.cli.kubectl import outputs
-from sundial.cli.kubectl.runner import RESOURCE, Clock, Kubectl, PluginError, UnreachableError, add_command
+from sundial.cli.kubectl.runner import (
+    OPERATOR_SELECTOR,
+    RESOURCE,
+    Clock,
+    Kubectl,
+    LoginError,
+    PluginError,
+    UnreachableError,
+    add_command,
+)
 
-OPERATOR_SELECTOR = "app.kubernetes.io/name=sundial"
 VERSION_LABEL = "app.kubernetes.io/version"
 
 
@@ -74,6 +83,9 @@ def versions(kubectl: Kubectl, *, client_only: bool) -> dict[str, Any]:
         except UnreachableError as error:
             result["unreachable"] = str(error)
             break
+        except LoginError as error:
+            result["loginRefused"] = str(error)
+            break
         except PluginError as error:
             errors.append(f"{key}: {str(error).splitlines()[0] if str(error) else 'unreachable'}")
     if errors:
@@ -98,6 +110,8 @@ def text(found: dict[str, Any]) -> str:
         )
     if found.get("unreachable"):
         lines.append(f"Server: unreachable ({found['unreachable'].removeprefix('the cluster is unreachable: ')})")
+    if found.get("loginRefused"):
+        lines.append(f"Server: login refused ({found['loginRefused']})")
     lines.extend(f"warning: {error}" for error in found.get("errors") or [])
     return "\n".join(lines)
 
@@ -105,4 +119,4 @@ def text(found: dict[str, Any]) -> str:
 def run(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     found = versions(kubectl, client_only=args.client)
     print(outputs.dump(found, args.output) if args.output else text(found))
-    return 0
+    return 1 if found.get("unreachable") or found.get("loginRefused") else 0

@@ -3,6 +3,11 @@ kube-state-metrics with config/kube-state-metrics).
 
 :class:`Metrics` holds them in small frozen groups, one per concern (runs, reconcile passes, shard Leases,
 fencing, Events, API requests), each made with the registry and each field documented.
+
+The registry follows Prometheus' conventions: the ``process_*`` metrics of the operator's process (memory,
+CPU, open files; on Linux) are in it, and counters and histograms expose no ``<name>_created`` series (their
+creation time, a Unix timestamp under a name that reads like a count) unless asked for (``sundial run
+--metrics-created-series``).
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ import dataclasses
 import platform
 from enum import StrEnum
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 import sundial
 from sundial.model.status import StatusCounter
+from sundial.runtime.serving.registry import SeriesRegistry
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
 HANDOFF_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120)
@@ -350,13 +356,14 @@ class IntakeMetrics:
 
 
 class Metrics:
-    """All of the operator's metrics, one group per concern. Also the API request observer of
-    :mod:`sundial.kube.requests`."""
+    """All of the operator's metrics, one group per concern, and the process' own (``process_*``). Also the API
+    request observer of :mod:`sundial.kube.requests`."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry()
+    def __init__(self, registry: CollectorRegistry | None = None, *, created_series: bool = False) -> None:
+        self.registry = registry if registry is not None else SeriesRegistry(created_series=created_series)
         """The registry ``/metrics`` serves."""
         r = self.registry
+        ProcessCollector(registry=r)
         self.build_info = Gauge(
             "sundial_build_info",
             "Always 1; the labels say which Sundial and which Python this replica runs.",
