@@ -22,6 +22,7 @@ from sundial.cli.kubectl import (
     describe,
     forecast,
     get,
+    imports,
     outputs,
     preview,
     redrive,
@@ -48,11 +49,13 @@ examples:
   kubectl sundial create job report-rerun --from=scheduledjob/nightly-report
   kubectl sundial redrive nightly-report --wait
   kubectl sundial backfill nightly-report --from 2026-12-01T00:00:00Z --to 2026-12-07T00:00:00Z --wait
-  source <(kubectl sundial completion bash)"""
+  source <(kubectl sundial completion bash)
+  kubectl sundial import cronjob/nightly-report --hand-over -n team-a"""
 
 
 #: The modules of the commands, in the order of the help.
 COMMANDS = (get, describe, preview, forecast, version, completion, trigger, redrive, backfill, create, suspend)
+COMMANDS += (imports,)
 
 
 def build_parser() -> argparse.ArgumentParser:
