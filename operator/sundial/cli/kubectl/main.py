@@ -54,8 +54,7 @@ examples:
 
 
 #: The modules of the commands, in the order of the help.
-COMMANDS = (get, describe, preview, forecast, version, completion, trigger, redrive, backfill, create, suspend)
-COMMANDS += (imports,)
+COMMANDS = (get, describe, preview, forecast, version, completion, trigger, redrive, backfill, create, suspend, imports)
 
 
 def build_parser() -> argparse.ArgumentParser:
