@@ -32,6 +32,8 @@ def test_completes_commands_then_names_then_output_formats(cluster: Any) -> None
             "resume",
             "version",
             "completion",
+            "import",
+            "lint",
         ]
     )
     assert complete(cluster, "de") == ["describe"]

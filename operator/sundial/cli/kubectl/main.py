@@ -23,6 +23,7 @@ from sundial.cli.kubectl import (
     forecast,
     get,
     imports,
+    lint,
     outputs,
     preview,
     redrive,
@@ -54,7 +55,9 @@ examples:
 
 
 #: The modules of the commands, in the order of the help.
-COMMANDS = (get, describe, preview, forecast, version, completion, trigger, redrive, backfill, create, suspend, imports)
+COMMANDS = (get, describe, preview, forecast, version, completion, trigger, redrive, backfill, create, suspend)
+COMMANDS_ADOPTION = (imports, lint)
+"""``import`` and ``lint`` (issue 33), after the others in the help."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     for flag in GLOBAL_FLAGS:
         kubectl.add_argument(*flag.names, dest=flag.dest, metavar=flag.dest.upper(), help=flag.help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in COMMANDS:
+    for command in (*COMMANDS, *COMMANDS_ADOPTION):
         command.register(commands)
     return parser
 
