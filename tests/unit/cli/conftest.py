@@ -76,6 +76,7 @@ class FakeKubectl:
         self.base = ["kubectl"]
         self.unreachable = False
         self.calendars: dict[str, dict[str, Any]] = {}
+        self.events: list[dict[str, Any]] = []
 
     def run(self, *args: str, namespaced: bool = True) -> str:
         self.calls.append(args)
@@ -107,6 +108,10 @@ class FakeKubectl:
         selector = raw.partition("=")[2] if raw and selected is None else None
         words = [a for a in args if not a.startswith("-") and a != "json" and "=" not in a and a != raw]
         resource, names = words[0], words[1:]
+        resource = "jobs" if resource == "jobs.batch" else resource
+        if resource == "events":
+            uid = next(a.rpartition("=")[2] for a in args if a.startswith("--field-selector=involvedObject.uid="))
+            return {"kind": "List", "items": [e for e in self.events if e["involvedObject"]["uid"] == uid]}
         if resource == "jobs":
             if names:
                 return next(j for j in self.jobs if j["metadata"]["name"] == names[0])

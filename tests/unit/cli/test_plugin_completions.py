@@ -32,6 +32,7 @@ def test_completes_commands_then_names_then_output_formats(cluster: Any) -> None
             "resume",
             "version",
             "completion",
+            "runs",
             "import",
             "lint",
         ]

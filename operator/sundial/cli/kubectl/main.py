@@ -27,6 +27,7 @@ from sundial.cli.kubectl import (
     outputs,
     preview,
     redrive,
+    runs,
     suspend,
     trigger,
     version,
@@ -56,8 +57,8 @@ examples:
 
 #: The modules of the commands, in the order of the help.
 COMMANDS = (get, describe, preview, forecast, version, completion, trigger, redrive, backfill, create, suspend)
-COMMANDS_ADOPTION = (imports, lint)
-"""``import`` and ``lint`` (issue 33), after the others in the help."""
+COMMANDS_ADOPTION = (runs, imports, lint)
+"""``runs``, ``import`` and ``lint`` (issue 33), after the others in the help."""
 
 
 def build_parser() -> argparse.ArgumentParser:
