@@ -13,16 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from sundial.cli.kubectl import outputs
+from sundial.cli.kubectl import manifestfiles, outputs
 from sundial.cli.kubectl.runner import Clock, Kubectl, add_command
 
 GROUP = "sundial.dev"
-_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def register(commands: Any) -> None:
@@ -51,33 +49,6 @@ class Finding:
         return f"{where}: {self.field}: {self.message} [{self.by}]"
 
 
-def files(paths: list[str], *, recursive: bool) -> Iterator[tuple[str, str]]:
-    """(name, text) of every file to read; OSError for one that cannot be read."""
-    for given in paths:
-        if given == "-":
-            yield "<stdin>", sys.stdin.read()
-            continue
-        path = Path(given)
-        if path.is_dir():
-            pattern = "**/*" if recursive else "*"
-            for found in sorted(path.glob(pattern)):
-                if found.is_file() and found.suffix in _SUFFIXES:
-                    yield str(found), found.read_text(encoding="utf-8")
-        else:
-            yield str(path), path.read_text(encoding="utf-8")
-
-
-def documents(text: str) -> Iterator[Any]:
-    """The documents of a YAML (or JSON) stream; a ``List``'s items one by one."""
-    import yaml  # noqa: PLC0415 - only lint reads YAML streams
-
-    for document in yaml.safe_load_all(text):
-        if isinstance(document, Mapping) and str(document.get("kind", "")).endswith("List"):
-            yield from document.get("items") or []
-        elif document is not None:
-            yield document
-
-
 def check(name: str, text: str) -> tuple[list[Finding], int]:
     """The findings of one file and how many Sundial objects it holds."""
     import yaml  # noqa: PLC0415 - only lint reads YAML streams
@@ -89,7 +60,7 @@ def check(name: str, text: str) -> tuple[list[Finding], int]:
     found: list[Finding] = []
     checked = 0
     try:
-        items = list(documents(text))
+        items = list(manifestfiles.documents(text))
     except yaml.YAMLError as error:
         return [Finding(name, 0, "?", "", "(file)", f"cannot be read as YAML: {error}", "lint")], 0
     for index, body in enumerate(items, start=1):
@@ -128,7 +99,7 @@ def run(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     findings: list[Finding] = []
     objects = 0
     try:
-        for name, text in files(args.filename, recursive=args.recursive):
+        for name, text in manifestfiles.files(args.filename, recursive=args.recursive):
             found, checked = check(name, text)
             findings += found
             objects += checked
