@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sundial.cli.kubectl import manifestfiles, outputs
-from sundial.cli.kubectl.runner import Clock, Kubectl, add_command
+from sundial.cli.kubectl.runner import Clock, Kubectl, PluginError, add_command
 
 GROUP = "sundial.dev"
 
@@ -96,6 +96,12 @@ def check(name: str, text: str) -> tuple[list[Finding], int]:
 
 
 def run(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
+    try:
+        from sundial.cli.kubectl import crdchecks  # noqa: F401, PLC0415 - is the lint extra installed?
+    except ImportError as error:
+        raise PluginError(
+            f"lint needs the lint extra (jsonschema, cel-python): pip install 'sundial[lint]' ({error})"
+        ) from None
     findings: list[Finding] = []
     objects = 0
     try:
