@@ -155,7 +155,8 @@ def test_a_hand_over_stopped_after_the_suspension_is_completed_by_running_it_aga
     cluster.wait_for(lambda: datetime.now(UTC).second >= 45 or None, timeout=70, message="second 45 of a minute")
     kubectl = Kubectl(GlobalOptions({"kubeconfig": [str(cluster.kubeconfig)]}))
     body = kubectl.get_json("cronjobs.batch", NAME, f"--namespace={namespace}", namespaced=False)
-    _, was_suspended, _ = handover.suspend(kubectl, body, scheduled_job=NAME, now=lambda: datetime.now(UTC))
+    _, was_suspended, _, fresh = handover.suspend(kubectl, body, scheduled_job=NAME, now=lambda: datetime.now(UTC))
+    assert fresh
     assert was_suspended is False
     gap = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
     cluster.wait_for(

@@ -5,11 +5,12 @@ The steps, each safe to repeat, so a hand-over stopped anywhere is completed by 
 
 1. **Suspend** the CronJob: one merge patch with its ``resourceVersion`` (a 409 if anything changed since it was
    read: read again and retry) sets ``spec.suspend: true`` and the annotation ``sundial.dev/handed-over-to``
-   (the ScheduledJob's name and whether the CronJob was suspended before). A CronJob that carries it is not
-   suspended again; one that was resumed since is.
-2. **Settle**: wait :data:`SETTLE` after the suspension is written. The CronJob controller creates a Job from
-   its cached copy of the CronJob; a create it started from a copy read just before the suspension lands within
-   that time and is counted in step 3, never run a second time.
+   (the ScheduledJob's name, whether the CronJob was suspended before, and when it was suspended). A CronJob
+   that carries it is not suspended again; one that was resumed since is.
+2. **Settle**: wait until :data:`SETTLE` after the suspension (as the annotation records it, so a re-run soon
+   after a stop waits too). The CronJob controller creates a Job from its cached copy of the CronJob; a create
+   it started from a copy read just before the suspension lands within that time and is counted in step 3,
+   never run a second time.
 3. **Find the last run**: the later of the CronJob's ``status.lastScheduleTime`` and the scheduled times of its
    Jobs (``batch.kubernetes.io/cronjob-scheduled-timestamp``); a CronJob that never ran: its creation.
 4. **Label** the CronJob's running Jobs ``sundial.dev/scheduledjob: <name>`` so the operator sees them: they
@@ -39,7 +40,8 @@ from sundial.model import handovers, names
 from sundial.schedule import ScheduleError, format_rfc3339, parse_rfc3339
 
 HANDED_OVER_TO: Final = "sundial.dev/handed-over-to"
-"""On the CronJob: ``{"scheduledJob": NAME, "wasSuspended": BOOL}``, written with the suspension (step 1)."""
+"""On the CronJob: ``{"scheduledJob": NAME, "wasSuspended": BOOL, "suspendedAt": RFC 3339}``, written with the
+suspension (step 1)."""
 CRONJOB_SCHEDULED_TIMESTAMP: Final = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 """The CronJob controller's annotation on each Job: the run's scheduled time (RFC 3339)."""
 SETTLE: Final = timedelta(seconds=5)
@@ -89,12 +91,11 @@ def hand_over(
             f"scheduledjob/{conversion.name} already exists and was not handed over from this CronJob: "
             "nothing changed (delete it, or import under another name)"
         )
-    cronjob, was_suspended, suspended_at = suspend(kubectl, cronjob, scheduled_job=conversion.name, now=now)
-    result.suspended = "suspended" if suspended_at is not None else "already suspended by an earlier hand-over"
-    if suspended_at is not None:
-        remaining = (suspended_at + SETTLE - now()).total_seconds()
-        if remaining > 0:
-            sleep(remaining)
+    cronjob, was_suspended, suspended_at, fresh = suspend(kubectl, cronjob, scheduled_job=conversion.name, now=now)
+    result.suspended = "suspended" if fresh else "already suspended by an earlier hand-over"
+    remaining = (suspended_at + SETTLE - now()).total_seconds()
+    if remaining > 0:
+        sleep(remaining)
     jobs = jobs_of(kubectl, cronjob)
     result.last_run = last_run(cronjob, jobs)
     result.adopted = adopt(kubectl, namespace, jobs, scheduled_job=conversion.name)
@@ -107,20 +108,23 @@ def hand_over(
 
 def suspend(
     kubectl: Kubectl, cronjob: Mapping[str, Any], *, scheduled_job: str, now: Clock
-) -> tuple[Mapping[str, Any], bool, datetime | None]:
-    """Step 1: the CronJob as it is after it, whether it was suspended before the hand-over, and when this call
-    suspended it (None: it already was, by an earlier run of the hand-over)."""
+) -> tuple[Mapping[str, Any], bool, datetime, bool]:
+    """Step 1: the CronJob as it is after it, whether it was suspended before the hand-over, when it was
+    suspended, and whether this call suspended it (False: an earlier run of the hand-over did)."""
     current = cronjob
     for _ in range(CONFLICT_RETRIES):
         meta = current.get("metadata") or {}
         mark = _mark(meta)
         if mark is not None and (current.get("spec") or {}).get("suspend"):
-            return current, bool(mark.get("wasSuspended")), None
+            at = _time(mark.get("suspendedAt")) or now()  # an unreadable time: wait the whole settle again
+            return current, bool(mark.get("wasSuspended")), at, False
         was = bool(mark.get("wasSuspended")) if mark is not None else bool((current.get("spec") or {}).get("suspend"))
+        at = now()
+        record = {"scheduledJob": scheduled_job, "wasSuspended": was, "suspendedAt": format_rfc3339(at)}
         patch = {
             "metadata": {
                 "resourceVersion": meta.get("resourceVersion"),
-                "annotations": {HANDED_OVER_TO: json.dumps({"scheduledJob": scheduled_job, "wasSuspended": was})},
+                "annotations": {HANDED_OVER_TO: json.dumps(record)},
             },
             "spec": {"suspend": True},
         }
@@ -136,7 +140,7 @@ def suspend(
                 "cronjobs.batch", str(meta.get("name")), f"--namespace={meta.get('namespace')}", namespaced=False
             )
             continue
-        return json.loads(written), was, now()
+        return json.loads(written), was, at, True
     raise PluginError(f"the CronJob changed {CONFLICT_RETRIES} times while it was being suspended: try again")
 
 
