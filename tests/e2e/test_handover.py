@@ -2,7 +2,8 @@
 kube-controller-manager runs it) with an operator running: a CronJob firing every minute is handed over, and
 every minute from its first run to two minutes after the switch has exactly one Job - the CronJob's before the
 switch, Sundial's after, the minute of the switch included. Once while a CronJob Job runs; once stopped after
-its first step (the CronJob suspended, nothing else) across a minute boundary, then run again, twice.
+its first step (the plugin killed while it waits after the suspension) across a minute boundary, then run again,
+twice.
 
 Every wait polls with a deadline; a minute is told by the Jobs' own annotations (the CronJob controller's
 ``batch.kubernetes.io/cronjob-scheduled-timestamp``, Sundial's ``sundial.dev/scheduled-time``).
@@ -10,6 +11,7 @@ Every wait polls with a deadline; a minute is told by the Jobs' own annotations 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -19,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from sundial.cli.kubectl import handover
-from sundial.cli.kubectl.runner import GlobalOptions, Kubectl
 from sundial.model import handovers, names
 from sundial.schedule import parse_rfc3339
 
@@ -31,7 +32,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
 PLUGIN = Path(sys.executable).with_name("kubectl-sundial")
 NAME = "every-minute"
-RUNS_FOR = 20
+RUNS_FOR = 40
 """Seconds each Job's pod runs (kwok): the CronJob's Job is still running when the hand-over starts."""
 
 
@@ -145,20 +146,38 @@ def test_a_running_cronjob_is_handed_over_without_a_missed_or_doubled_minute(
     assert_every_minute_once(cluster, namespace, first=first, last=last, switch=switch)
 
 
-def test_a_hand_over_stopped_after_the_suspension_is_completed_by_running_it_again(
+def test_a_hand_over_killed_after_the_suspension_is_completed_by_running_it_again(
     cluster: Cluster, namespace: str, operator: Operator
 ) -> None:
     cluster.apply(cronjob(cluster), namespace)
     first = first_cronjob_minute(cluster, namespace)
-    # Stop half-way: step 1 alone (what a hand-over killed after its first write leaves), late in a minute, so
-    # the next minute comes while neither fires: the CronJob is suspended and the ScheduledJob does not exist.
+    # Kill it half-way, late in a minute: once the CronJob is suspended the plugin waits the settle time (5 s)
+    # before it creates anything, and is killed there; the next minute then comes while neither fires.
     cluster.wait_for(lambda: datetime.now(UTC).second >= 45 or None, timeout=70, message="second 45 of a minute")
-    kubectl = Kubectl(GlobalOptions({"kubeconfig": [str(cluster.kubeconfig)]}))
-    body = kubectl.get_json("cronjobs.batch", NAME, f"--namespace={namespace}", namespaced=False)
-    _, was_suspended, _, fresh = handover.suspend(kubectl, body, scheduled_job=NAME, now=lambda: datetime.now(UTC))
-    assert fresh
-    assert was_suspended is False
-    gap = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    command = [str(PLUGIN), "--kubeconfig", str(cluster.kubeconfig), "import", f"cronjob/{NAME}", "--hand-over"]
+    stopped = subprocess.Popen(
+        [*command, "-n", namespace],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        mark = cluster.wait_for(
+            lambda: (cluster.get_json("cronjob", NAME, "-n", namespace)["metadata"].get("annotations") or {}).get(
+                handover.HANDED_OVER_TO
+            ),
+            timeout=30,
+            interval=0.2,
+            message="the CronJob suspended by the hand-over",
+        )
+    finally:
+        stopped.kill()
+        stopped.wait(timeout=10)
+    assert cluster.get_json("scheduledjob", NAME, "-n", namespace) is None, "killed too late: it finished"
+    assert cluster.get_json("cronjob", NAME, "-n", namespace)["spec"]["suspend"] is True
+    record = json.loads(mark)
+    assert record["wasSuspended"] is False
+    suspended_at = parse_rfc3339(record["suspendedAt"], field="suspendedAt")
+    gap = suspended_at.replace(second=0, microsecond=0) + timedelta(minutes=1)
     cluster.wait_for(
         lambda: datetime.now(UTC) >= gap + timedelta(seconds=10) or None, timeout=80, message="the gap minute"
     )
