@@ -73,6 +73,11 @@ JOB_ANNOTATIONS: Final = (
 """The annotations every Job (and its pod template) carries."""
 TOKEN_ANNOTATIONS: Final = (TRIGGER_ANNOTATION, REDRIVE_ANNOTATION, BACKFILL_ANNOTATION)
 """The request annotations a user (or the plugin, or an Argo CD action) sets on a ScheduledJob."""
+HANDED_OVER_ANNOTATION: Final = "sundial.dev/handed-over"
+"""Set on a ScheduledJob by ``kubectl sundial import --hand-over``: the CronJob it took over from and that
+CronJob's last run (:mod:`sundial.model.handovers`)."""
+PLANNER_ANNOTATIONS: Final = (*TOKEN_ANNOTATIONS, HANDED_OVER_ANNOTATION)
+"""Every ScheduledJob annotation the planner reads (the runtime's store keeps only these)."""
 MAX_TOKEN_LENGTH: Final = types.MAX_TOKEN_LENGTH
 """Longest token of ``sundial.dev/trigger``, ``sundial.dev/redrive`` and of a ``sundial.dev/backfill`` request
 (and of their echoes in status, DESIGN §11.1). A longer one is not handled and gets one Warning Event naming

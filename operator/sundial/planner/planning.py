@@ -19,7 +19,8 @@ bad spec. The order of one pass:
    object is being deleted - plus one manual run for a new ``sundial.dev/trigger`` token (allowed while
    suspended) go through ``concurrencyPolicy`` (:mod:`.concurrency.admission`); then a new ``sundial.dev/backfill``
    request is taken and the runs of the oldest unfinished backfill that the policy admits now
-   (:mod:`.requests.backfills`). Catch-up and backfill runs start only as far as ``Context.backlog_creates``
+   (:mod:`.requests.backfills`). Running Jobs of a CronJob the object took over from count as active
+   (:mod:`.concurrency.adoptions`). Catch-up and backfill runs start only as far as ``Context.backlog_creates``
    (the namespace's budget, DESIGN §11.1) goes; the others wait for a later pass.
 7. Finished Jobs beyond the history limits are deleted (:mod:`.runs.history`).
 8. One-offs complete; ``ttlSecondsAfterFinished`` deletes the object (:mod:`.summary`).
@@ -49,7 +50,7 @@ from sundial.model.resource import ScheduledJob
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner import summary
 from sundial.planner.actions import CONDITION_EVENTS, Action, EmitEvent, EventType
-from sundial.planner.concurrency import admission, buffers
+from sundial.planner.concurrency import admission, adoptions, buffers
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.plans import BACKLOG, Context, Plan
 from sundial.planner.requests import backfills, triggers
@@ -68,6 +69,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         return _invalid(obj, context)
     draft = Draft.start(obj, spec, context)
     observed = _by_name(jobs)
+    draft.adopted = adoptions.running(draft, observed.values())
 
     if draft.circuit_generation is not None and not draft.circuit_open:
         draft.circuit_generation = None

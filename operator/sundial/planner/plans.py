@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sundial import schedule
+from sundial.model import handovers
 from sundial.model.calendars import ScheduleCalendarSpec
 from sundial.model.enums import ConditionReason, Trigger
 from sundial.model.resource import ScheduledJob
@@ -58,9 +59,13 @@ def compile_spec(
     obj: ScheduledJob, spec: ScheduledJobSpec, calendars: Mapping[str, ScheduleCalendarSpec | None], *, now: datetime
 ) -> Compiled:
     """Compile OBJ's valid SPEC against CALENDARS (as :attr:`Context.calendars`); NOW stands in for a missing
-    creation time (an ASAP one-off runs at it)."""
+    creation time (an ASAP one-off runs at it). A cron object handed over from a CronJob
+    starts after that CronJob's last run (:mod:`sundial.model.handovers`) when it is earlier than its creation."""
     uid = obj.metadata.uid
     created = obj.metadata.creation_timestamp or now.replace(microsecond=0)
+    handover = handovers.handed_over(obj.metadata.annotations)
+    if handover is not None and not spec.is_one_off:
+        created = min(created, handover.after)  # taken over from a CronJob: due after its last run (DESIGN §12.4)
     problem, exclusion = spec.calendar_exclusion(calendars, uid=uid)
     return Compiled(when=spec.when(uid=uid, created=created), exclusion=exclusion, calendar_problem=problem)
 

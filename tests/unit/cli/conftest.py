@@ -78,6 +78,7 @@ class FakeKubectl:
         self.calendars: dict[str, dict[str, Any]] = {}
         #: What ``get -w`` sees after the listing: the objects of the changes, in order.
         self.changes: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
 
     def run(self, *args: str, namespaced: bool = True) -> str:
         self.calls.append(args)
@@ -109,6 +110,10 @@ class FakeKubectl:
         selector = raw.partition("=")[2] if raw and selected is None else None
         words = [a for a in args if not a.startswith("-") and a != "json" and "=" not in a and a != raw]
         resource, names = words[0], words[1:]
+        resource = "jobs" if resource == "jobs.batch" else resource
+        if resource == "events":
+            uid = next(a.rpartition("=")[2] for a in args if a.startswith("--field-selector=involvedObject.uid="))
+            return {"kind": "List", "items": [e for e in self.events if e["involvedObject"]["uid"] == uid]}
         if resource == "jobs":
             if names:
                 return next(j for j in self.jobs if j["metadata"]["name"] == names[0])
@@ -301,6 +306,68 @@ class InstalledCluster:
         if resource == "events":
             return {"items": self.events}
         raise AssertionError(f"unexpected get {args}")
+class FakeCronJobCluster:
+    """A namespace with CronJobs, Jobs and ScheduledJobs for the hand-over (``kubectl sundial import
+    --hand-over``): ``patch`` honours a ``metadata.resourceVersion`` precondition (a 409 as kubectl prints it),
+    ``create -f`` refuses an existing name. ``interfere`` runs before each patch (a controller's write)."""
+
+    def __init__(self, namespace: str = "team-a") -> None:
+        self.namespace: str | None = namespace
+        self.cronjobs: dict[str, dict[str, Any]] = {}
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.scheduled_jobs: dict[str, dict[str, Any]] = {}
+        self.calls: list[tuple[str, ...]] = []
+        self.interfere: Callable[[FakeCronJobCluster], None] | None = None
+        self.fail_on: str | None = None
+        """A verb that fails (the hand-over stopped there)."""
+        self._version = 100
+
+    def bump(self, body: dict[str, Any]) -> None:
+        self._version += 1
+        body["metadata"]["resourceVersion"] = str(self._version)
+
+    def run(self, *args: str, namespaced: bool = True) -> str:
+        self.calls.append(args)
+        verb = args[0]
+        if verb == self.fail_on:
+            raise runner.PluginError(f"kubectl {verb} failed: connection reset")
+        words = [a for a in args[1:] if not a.startswith("-") and a not in ("json",)]
+        if verb == "get" and words[0] == "cronjobs.batch":
+            return json.dumps(self.cronjobs[words[1]])
+        if verb == "get" and words[0] == "jobs.batch":
+            return json.dumps({"kind": "List", "items": list(self.jobs.values())})
+        if verb == "get" and words[0] == runner.RESOURCE:
+            found = self.scheduled_jobs.get(words[1])
+            return json.dumps(found) if found else ""
+        if verb == "patch" and words[0] == "cronjobs.batch":
+            if self.interfere is not None:
+                self.interfere(self)
+            body = self.cronjobs[words[1]]
+            patch = json.loads(args[args.index("-p") + 1])
+            if patch["metadata"]["resourceVersion"] != body["metadata"]["resourceVersion"]:
+                raise runner.failure(
+                    f'Error from server (Conflict): Operation cannot be fulfilled on cronjobs.batch "{words[1]}": '
+                    "the object has been modified; please apply your changes to the latest version and try again",
+                    1,
+                )
+            body["metadata"].setdefault("annotations", {}).update(patch["metadata"]["annotations"])
+            body["spec"].update(patch["spec"])
+            self.bump(body)
+            return json.dumps(body)
+        if verb == "label" and words[0] == "jobs.batch":
+            key, _, value = words[2].partition("=")
+            self.jobs[words[1]]["metadata"].setdefault("labels", {})[key] = value
+            return ""
+        if verb == "create":
+            with open(args[args.index("-f") + 1], encoding="utf-8") as file:
+                manifest = json.load(file)
+            name = manifest["metadata"]["name"]
+            if name in self.scheduled_jobs:
+                raise runner.PluginError(f'scheduledjobs.sundial.dev "{name}" already exists')
+            manifest["metadata"]["uid"] = f"u-{name}"
+            self.scheduled_jobs[name] = manifest
+            return json.dumps(manifest)
+        raise AssertionError(f"unexpected kubectl {args}")
 
     def get_json(self, *args: str, namespaced: bool = True) -> dict[str, Any]:
         body: dict[str, Any] = json.loads(self.run("get", *args, "-o", "json", namespaced=namespaced))

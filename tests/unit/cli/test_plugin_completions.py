@@ -33,6 +33,9 @@ def test_completes_commands_then_names_then_output_formats(cluster: Any) -> None
             "version",
             "check",
             "completion",
+            "runs",
+            "import",
+            "lint",
         ]
     )
     assert complete(cluster, "de") == ["describe"]

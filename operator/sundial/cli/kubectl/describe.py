@@ -1,5 +1,6 @@
 """``kubectl sundial describe [NAME]``: next run times (with the ScheduleCalendars referred to), conditions,
-runs and dead letters of ScheduledJobs, as text or ``-o json|yaml``.
+runs, dead letters and recent Events (:mod:`.events`, as ``kubectl describe`` lists them) of ScheduledJobs, as
+text or ``-o json|yaml``.
 
 The texts come from :mod:`.printers` and the calendars from :mod:`.calendars`, imported when the command runs
 (they load the model).
@@ -11,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from sundial.cli.kubectl import outputs
+from sundial.cli.kubectl import events, outputs
 from sundial.cli.kubectl.runner import Clock, Kubectl, add_command, scheduled_jobs
 
 
@@ -33,10 +34,18 @@ def run(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
     elif args.output in (outputs.Output.JSON, outputs.Output.YAML):
         reader = CalendarReader(kubectl)
         found = [printers.description(body, now=now(), count=args.count, reader=reader) for body in bodies]
+        for item, body in zip(found, bodies, strict=True):
+            item["events"] = events.of(kubectl, body)
         print(outputs.dump(found[0] if len(found) == 1 else {"items": found}, args.output))
     elif not bodies:
         print(outputs.none_found(kubectl.namespace, all_namespaces=args.all_namespaces), file=sys.stderr)
     else:
         reader = CalendarReader(kubectl)
-        print("\n\n".join(printers.text(body, now=now(), count=args.count, reader=reader) for body in bodies))
+        texts = [
+            printers.text(body, now=now(), count=args.count, reader=reader)
+            + "\n"
+            + events.text(events.of(kubectl, body), now=now())
+            for body in bodies
+        ]
+        print("\n\n".join(texts))
     return 0

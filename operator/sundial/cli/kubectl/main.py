@@ -23,9 +23,12 @@ from sundial.cli.kubectl import (
     describe,
     forecast,
     get,
+    imports,
+    lint,
     outputs,
     preview,
     redrive,
+    runs,
     suspend,
     trigger,
     version,
@@ -51,11 +54,14 @@ examples:
   kubectl sundial create job report-rerun --from=scheduledjob/nightly-report
   kubectl sundial redrive nightly-report --wait
   kubectl sundial backfill nightly-report --from 2026-12-01T00:00:00Z --to 2026-12-07T00:00:00Z --wait
-  source <(kubectl sundial completion bash)"""
+  source <(kubectl sundial completion bash)
+  kubectl sundial import cronjob/nightly-report --hand-over -n team-a"""
 
 
 #: The modules of the commands, in the order of the help.
 COMMANDS = (get, describe, preview, forecast, version, check, completion, trigger, redrive, backfill, create, suspend)
+COMMANDS_ADOPTION = (runs, imports, lint)
+"""``runs``, ``import`` and ``lint`` (issue 33), after the others in the help."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             kubectl.add_argument(*flag.names, dest=flag.dest, metavar=flag.dest.upper(), help=flag.help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in COMMANDS:
+    for command in (*COMMANDS, *COMMANDS_ADOPTION):
         command.register(commands)
     return parser
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from sundial.model.enums import CompleteReason, RunResult
 from sundial.model.status import RunRecord, StatusCounter
 from sundial.planner.actions import DeleteJob, DeleteReason, EventReason
+from sundial.planner.concurrency import adoptions
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.runs.attempts import note_one_off, run_record
 from sundial.planner.status.drafts import Draft, NewRun
@@ -43,8 +44,10 @@ def replace_all(draft: Draft, jobs: Mapping[str, ObservedJob]) -> None:
 
     Their runs end as ``RunRecord(Replaced)`` and are not retried. Only observed Jobs are deleted, each with
     a UID precondition: a Job never observed (its create may still be in flight) is not deleted by name, and
-    Jobs owned by another object are not touched.
+    Jobs owned by another object are not touched - but the running Jobs of a CronJob this object took over
+    from are deleted too (:mod:`.adoptions`).
     """
+    adoptions.replace(draft)
     replaced = 0
     for run in list(draft.active):
         job = jobs.get(run.job)

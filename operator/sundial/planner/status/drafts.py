@@ -28,6 +28,7 @@ from sundial.model.status import (
     StatusCounter,
 )
 from sundial.planner.actions import Action, CreateJob, EmitEvent, EventReason, EventType
+from sundial.planner.observed import ObservedJob
 from sundial.planner.plans import BACKLOG, LAG_ALLOWANCE, Context, compile_spec
 
 RunKey = tuple[datetime, bool]
@@ -80,6 +81,9 @@ class Draft:
     late_by_one: datetime | None = None
     """The nominal time due just before this pass's scheduled run: its catch-up run is late by one period, as
     a loaded operator makes runs, not a backlog, and does not draw from the namespace's budget."""
+    adopted: list[ObservedJob] = field(default_factory=list)
+    """Running Jobs of the CronJob this object took over from (:mod:`sundial.model.handovers`): they count as
+    active runs for ``concurrencyPolicy`` (:attr:`busy`), and Replace deletes them."""
     reservation: Reservation | None = None
     """The next run, reserved ahead of its instant (DESIGN §7.5): the stored one until the pass reserves anew."""
 
@@ -192,8 +196,9 @@ class Draft:
 
     @property
     def busy(self) -> bool:
-        """A run is active or waiting for a retry (what ``Forbid`` and the buffer policies wait for)."""
-        return bool(self.active or self.pending)
+        """A run is active or waiting for a retry, or a Job of the CronJob handed over still runs (what ``Forbid``
+        and the buffer policies wait for)."""
+        return bool(self.active or self.pending or self.adopted)
 
     def freeze(self) -> ScheduledJobStatus:
         """The new status (``observedGeneration`` set to the object's generation)."""

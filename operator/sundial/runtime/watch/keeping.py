@@ -1,10 +1,10 @@
 """What the store keeps of a ScheduledJob body, and its bounds (DESIGN §11.1: only what is read is kept).
 
 * Metadata: only the fields :class:`sundial.model.ObjectMeta` is built from (:data:`KEPT_METADATA`), and of
-  the annotations only the token annotations the planner reads (:data:`KEPT_ANNOTATIONS`: ``sundial.dev/trigger``,
-  ``sundial.dev/redrive``, ``sundial.dev/backfill``). Not kept: ``managedFields``, labels, every other annotation
-  (``kubectl.kubernetes.io/last-applied-configuration`` is a second copy of the object; another ``sundial.dev/``
-  key is not read), ownerReferences, finalizers.
+  the annotations only those the planner reads (:data:`KEPT_ANNOTATIONS`: ``sundial.dev/trigger``,
+  ``sundial.dev/redrive``, ``sundial.dev/backfill``, ``sundial.dev/handed-over``). Not kept: ``managedFields``,
+  labels, every other annotation (``kubectl.kubernetes.io/last-applied-configuration`` is a second copy of the
+  object; another ``sundial.dev/`` key is not read), ownerReferences, finalizers.
 * A token annotation longer than the planner handles (:func:`sundial.model.names.token_limit`: 253 characters,
   2048 for a backfill request) is kept as its first ``limit`` characters, ``…sha256:`` and the SHA-256 of the
   whole value: still too long, so the planner refuses it (one Warning Event), and distinct for each value, so a
@@ -37,8 +37,8 @@ KEPT_METADATA = (
     "deletionTimestamp",
     "annotations",
 )
-#: Annotations kept: the token annotations the planner reads (DESIGN §5, §4.2).
-KEPT_ANNOTATIONS = frozenset(names.TOKEN_ANNOTATIONS)
+#: Annotations kept: those the planner reads (the tokens, DESIGN §5, §4.2; the hand-over from a CronJob, §12.4).
+KEPT_ANNOTATIONS = frozenset(names.PLANNER_ANNOTATIONS)
 
 OBJECT_MARGIN_BYTES = 640 * 1024
 """What a kept object's spec and metadata may hold beyond ``--max-job-template-bytes``: the rest of a maximal legal

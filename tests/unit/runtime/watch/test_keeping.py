@@ -36,11 +36,12 @@ def _plan(kept: dict[str, Any] | None) -> planning.Plan:
 STATUS = {"observedGeneration": 1, "lastHandledTrigger": "t-0"}
 
 
-def test_only_the_token_annotations_are_kept() -> None:
+def test_only_the_annotations_the_planner_reads_are_kept() -> None:
     body = scheduled_job(status=STATUS)
     body["metadata"]["annotations"] |= {
         "sundial.dev/notes": "n" * 10_000,  # a sundial.dev/ key the operator does not read
         names.BACKFILL_ANNOTATION: '{"token":"b"}',
+        names.HANDED_OVER_ANNOTATION: '{"cronJobUID":"u","after":"2026-05-11T10:00:00Z"}',
     }
     store = Store(max_object_bytes=BOUND)
     kept = store.scheduled_job(store.put_scheduled_job(body))
@@ -49,6 +50,7 @@ def test_only_the_token_annotations_are_kept() -> None:
         names.TRIGGER_ANNOTATION: "t-1",
         names.REDRIVE_ANNOTATION: "r-1",
         names.BACKFILL_ANNOTATION: '{"token":"b"}',
+        names.HANDED_OVER_ANNOTATION: '{"cronJobUID":"u","after":"2026-05-11T10:00:00Z"}',
     }
     assert set(kept["metadata"]) <= set(keeping.KEPT_METADATA)  # no managedFields, labels, finalizers, owners
     assert set(kept) == {"metadata", "spec", "status"}
