@@ -26,12 +26,13 @@ from sundial.runtime.acting import sender
 from sundial.runtime.acting.budgets import NamespaceBudgets
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder
-from sundial.runtime.coordination import leasethread
+from sundial.runtime.coordination import clocks, leasethread
 from sundial.runtime.coordination.electors import LeaseElector
+from sundial.runtime.coordination.guards import Guards
 from sundial.runtime.coordination.inflight import InFlight
 from sundial.runtime.coordination.leadership import Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import access, admission, certrotators, metricstls, probes, probethread
+from sundial.runtime.serving import access, admission, certrotators, metricstls, probes, probethread, watchdog
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import informers
@@ -82,6 +83,8 @@ class Parts:
     """Set once to stop: by a signal, a failed part, or kopf's end."""
     apps: Sequence[tuple[web.Application, int, ssl.SSLContext | None]]
     """The HTTP endpoints to serve on the main loop (``/metrics``), with their ports (port 0: not here)."""
+    watchdog: watchdog.LoopWatchdog
+    """Beats on the main loop; its lag fails readiness and withdraws the replica from its shards (DESIGN §12.2)."""
     probes: probethread.ProbeThread | None = None
     """``/healthz`` and ``/readyz`` on their own thread (``--health-port`` 0: None)."""
     rotator: certrotators.Rotator | None = None
@@ -109,6 +112,10 @@ async def build(
     configuration = await connections.load_configuration(settings.api.kubeconfig)
     client = connections.api_client(configuration)
     metrics = Metrics()
+    wall = clocks.shifted(settings.test_clock_offset)  # the replica's wall clock (moved only by a test hook)
+    server_clock = clocks.ServerClock(max_skew=settings.guards.max_clock_skew, wallclock=wall, metrics=metrics.guards)
+    loop_watchdog = watchdog.LoopWatchdog(metrics=metrics.guards)
+    guards = Guards(settings=settings.guards, lag=loop_watchdog.lag, clock=server_clock, metrics=metrics.guards)
     bucket = ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst)
     requester = requests.Requester(bucket=bucket, observer=metrics)
     api = objects.ObjectsApi(api_client=client, requester=requester)
@@ -117,8 +124,10 @@ async def build(
     listing = InitialListing(store, listed={"schedulecalendars"})  # the informers of listwatch.py say when synced
     in_flight = InFlight()
     lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
-    lease_api = _lease_api(settings, configuration, metrics)
-    leadership = _leadership(settings, lease_api, metrics, in_flight, lease_changes)
+    lease_api = _lease_api(settings, configuration, metrics, server_clock)
+    leadership = _leadership(
+        settings, lease_api, metrics, in_flight, lease_changes, server_clock=server_clock, guards=guards
+    )
     lease_thread = leasethread.LeaseThread(leadership, close=lease_api.close)
     # Events too (--event-qps/--event-burst), sent in the background: they never delay a claim or a Job.
     recorder = EventRecorder(
@@ -135,13 +144,13 @@ async def build(
         planner=planner or default_planner(),
         events=recorder,
         metrics=metrics,
-        clock=utcnow,
+        clock=wall,
         crash_after_claim=settings.test_crash_after_claim,
         budgets=NamespaceBudgets(rate=settings.dispatch.backlog_qps, burst=settings.dispatch.backlog_burst),
         crash_after_create=settings.test_crash_after_create,
         prepared_runs=settings.dispatch.prepared_runs,
     )
-    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store, warm=api.warm)
+    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store, warm=api.warm, clock=wall)
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
     logged_in = asyncio.Event()
     registry = informers.registry(
@@ -175,7 +184,8 @@ async def build(
         logged_in=logged_in,
         stopping=stopping,
         apps=_apps(settings, metrics, client=client),
-        probes=_probes(settings, listing, stopping),
+        watchdog=loop_watchdog,
+        probes=_probes(settings, listing, stopping, loop_watchdog),
         rotator=rotator,
     )
 
@@ -208,13 +218,14 @@ def _dispatcher(
     store: Store,
     *,
     warm: Callable[[int], Awaitable[None]],
+    clock: Callable[[], datetime] = utcnow,
 ) -> Dispatcher:
     """The one dispatch loop: passes counted in flight, due keys ordered by the priorities the store keeps, the
     status writes the reconciler owes in the low-priority lane, connections warmed before a crowded instant."""
     return Dispatcher(
         reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
         max_concurrency=settings.dispatch.max_concurrency,
-        clock=utcnow,
+        clock=clock,
         on_index_size=metrics.passes.due_index_size.set,
         priority_of=store.priority,
         owes_write=reconciler.owes_write,
@@ -228,11 +239,17 @@ def _leadership(
     metrics: Metrics,
     in_flight: InFlight,
     lease_changes: asyncio.Queue[LeaseChange],
+    *,
+    server_clock: clocks.ServerClock,
+    guards: Guards,
 ) -> Leadership:
     """The shard electors and the member Lease; changes go into LEASE_CHANGES (see
-    :func:`sundial.runtime.process.follow_leases`)."""
-    electors = [_elector(settings, lease_api, settings.leases.name(shard)) for shard in range(settings.leases.shards)]
-    member = _elector(settings, lease_api, member_lease_name(settings.leases.name_prefix, settings.identity))
+    :func:`sundial.runtime.process.follow_leases`). Lease times are the API server's (SERVER_CLOCK); GUARDS
+    withdraw the replica from every shard while its loop lags or its clock is off."""
+    shards = range(settings.leases.shards)
+    electors = [_elector(settings, lease_api, settings.leases.name(shard), server_clock.now) for shard in shards]
+    member_name = member_lease_name(settings.leases.name_prefix, settings.identity)
+    member = _elector(settings, lease_api, member_name, server_clock.now)
     main_loop = asyncio.get_running_loop()  # the lease thread reaches the in-flight counts and the queue here
     sharding = Sharding(
         api=lease_api,
@@ -244,12 +261,17 @@ def _leadership(
         metrics=metrics,
         fencing=lease_api,
         fencing_policy=settings.leases.fencing_policy,
+        fencing_probe_period=settings.leases.fencing_probe_period,
+        wallclock=server_clock.now,
+        guard=guards.reason,
     )
     queued = leasethread.to_loop(main_loop, lambda shard, held: lease_changes.put_nowait((shard, held)))
     return Leadership(electors, on_change=queued, sharding=sharding)
 
 
-def _lease_api(settings: Settings, configuration: Any, metrics: Metrics) -> leasethread.DeferredLeaseApi:
+def _lease_api(
+    settings: Settings, configuration: Any, metrics: Metrics, dates: clocks.ServerClock
+) -> leasethread.DeferredLeaseApi:
     """Lease calls run on a thread of their own (coordination/leasethread.py), with their own API client and
     token bucket: neither a herd of Job creations nor a busy event loop may delay a renewal. The client is
     made on first use, on that thread's loop."""
@@ -264,6 +286,7 @@ def _lease_api(settings: Settings, configuration: Any, metrics: Metrics) -> leas
             requester=lease_requester,
             labels={settings.leases.name(i): {names.SHARD_LEASE_LABEL: str(i)} for i in range(shards)},
             owners=_lease_owners(settings),
+            dates=dates,
         )
 
     return leasethread.DeferredLeaseApi(factory)
@@ -276,23 +299,35 @@ def _lease_owners(settings: Settings) -> dict[str, leases.Owner]:
     return owners
 
 
-def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -> LeaseElector:
+def _elector(
+    settings: Settings, api: leasethread.DeferredLeaseApi, name: str, wallclock: Callable[[], datetime]
+) -> LeaseElector:
     return LeaseElector(
         api=api,
         namespace=settings.leases.namespace,
         name=name,
         identity=settings.identity,
         timings=settings.leases,
+        wallclock=wallclock,
     )
 
 
-def _probes(settings: Settings, listing: InitialListing, stopping: asyncio.Event) -> probethread.ProbeThread | None:
-    """The probe server, on its own thread: ``alive``/``ready`` read one Event flag each (thread-safe reads)."""
+def _probes(
+    settings: Settings, listing: InitialListing, stopping: asyncio.Event, loop_watchdog: watchdog.LoopWatchdog
+) -> probethread.ProbeThread | None:
+    """The probe server, on its own thread: ``alive``/``ready`` read one Event flag each and the watchdog's
+    last beat (thread-safe reads)."""
     if not settings.probes.health_port:
         return None
     webhook = settings.webhook
     listening = probes.listening(webhook.addr, webhook.port) if webhook.port else None
-    health = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=listening)
+    health = probes.health_app(
+        alive=lambda: not stopping.is_set(),
+        ready=listing.ready.is_set,
+        webhook=listening,
+        loop_lag=loop_watchdog.lag,
+        max_lag=settings.guards.unready_lag,
+    )
     return probethread.ProbeThread(health, port=settings.probes.health_port)
 
 

@@ -11,6 +11,16 @@ One loop per replica, every retry period:
    (bounded), then **release** the Lease so the new owner takes it at once; other shard Leases are only
    observed, so an assignee that inherits a dead replica's shard waits only for the rest of its duration.
 
+Before each round the replica's guards are asked (:attr:`Sharding.guard`, DESIGN §12.2): while one says
+"withdraw" (the planning loop is behind its watchdog, the replica's clock is off the API server's), the round
+only makes sure the replica holds nothing: it stops acting, releases every shard Lease and empties its member
+Lease, so the others reassign its shards at their next round and take them over at once. When the guards
+clear, the next round joins again like a new member.
+
+Every shard held is probed for fencing enforcement at its acquire and every ``fencing_probe_period`` after it
+(:func:`sundial.runtime.coordination.proofs.probe`): a policy or binding deleted later sets
+``sundial_fencing_enforced`` to 0.
+
 Membership only decides who *tries*. Mutual exclusion still comes from the Lease compare-and-set and the
 renew deadline (:mod:`sundial.runtime.coordination.decisions`, applied by
 :class:`sundial.runtime.coordination.LeaseElector`), so replicas that briefly disagree about the
@@ -36,7 +46,7 @@ from sundial.model import names
 from sundial.runtime.coordination import assignment, decisions, proofs
 from sundial.runtime.coordination.electors import UNREAD, LeaseElector, Unread
 from sundial.runtime.fencing import NotActingError
-from sundial.runtime.serving.metrics import Metrics
+from sundial.runtime.serving.metrics import Metrics, WithdrawReason
 from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
@@ -51,6 +61,10 @@ def member_lease_name(prefix: str, identity: str) -> str:
 
 
 async def _nothing_in_flight(shard: int) -> None:
+    return None
+
+
+def _never_withdraw() -> WithdrawReason | None:
     return None
 
 
@@ -69,10 +83,17 @@ class Sharding:
     drain_timeout: float = 10.0
     metrics: Metrics | None = None
     wallclock: Callable[[], datetime] = utcnow
+    """The API server's time as this replica estimates it (:meth:`sundial.runtime.coordination.clocks.ServerClock.now`):
+    other replicas' ``renewTime`` is compared with it (first sight of a member, stale member cleanup)."""
     fencing: proofs.FencingApi | None = None
     """Where refusals are confirmed (a fresh Lease read) and acquires probed; None: a refusal stops acting."""
     fencing_policy: str = ""
     """The fencing policy's name; empty: none is installed, acquires are not probed."""
+    fencing_probe_period: float = 60.0
+    """Seconds between two enforcement probes of a shard held all along (besides the one at its acquire)."""
+    guard: Callable[[], WithdrawReason | None] = _never_withdraw
+    """Asked before every round: a reason to hold nothing right now, or None
+    (:class:`sundial.runtime.coordination.guards.Guards`)."""
 
 
 class Leadership:
@@ -101,6 +122,9 @@ class Leadership:
         self._first_step = True
         self._loop: asyncio.AbstractEventLoop | None = None  # where run() runs: confirmations go there
         self._background: dict[tuple[str, int], concurrent.futures.Future[object]] = {}
+        self._probed_at: dict[int, float] = {}  # monotonic time of each held shard's last probe
+        self._enforced: dict[int, bool] = {}  # each shard's last probe result (a Warning Event only on a change)
+        self._withdrawn: WithdrawReason | None = None
 
     @property
     def shards(self) -> int:
@@ -175,8 +199,61 @@ class Leadership:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stopping.wait(), timeout=self._sharding.retry_period)
 
+    @property
+    def withdrawn(self) -> WithdrawReason | None:
+        """Why this replica holds nothing on its own right now (None: it takes part)."""
+        return self._withdrawn
+
     async def step(self) -> None:
-        """One round: list, renew membership, assign, acquire/renew/hand off, report. Never sleeps."""
+        """One round: list, renew membership, assign, acquire/renew/hand off, report. Never sleeps.
+
+        While :attr:`Sharding.guard` gives a reason, the round withdraws instead (:meth:`_withdraw`)."""
+        reason = self._sharding.guard()
+        if reason is WithdrawReason.CLOCK_SKEW:  # measure again (a LIST's Date header), then decide
+            with contextlib.suppress(errors.KubeError):
+                await self._sharding.api.list(namespace=self._sharding.member.namespace)
+            reason = self._sharding.guard()
+        if reason is not None:
+            await self._withdraw(reason)
+            return
+        if self._withdrawn is not None:
+            logger.warning("withdrawn (%s) no more: joining the member set again", self._withdrawn.value)
+            self._withdrawn = None
+            self._first_step = True
+        await self._take_part()
+
+    async def _withdraw(self, reason: WithdrawReason) -> None:
+        """Hold nothing: stop acting on every shard, release every Lease held and empty the member Lease (each
+        round while withdrawn, so a failed release is tried again)."""
+        if self._withdrawn is None:
+            held = self.held()
+            logger.error(
+                "withdrawing (%s): stopped acting, releasing %d shard Lease(s) and leaving the member set",
+                reason.value,
+                held,
+            )
+            if self._sharding.metrics is not None and (held or self._sharding.member.record is not None):
+                self._sharding.metrics.guards.withdrawals.labels(reason=reason).inc()
+        self._withdrawn = reason
+        for handoff in list(self._handoffs.values()):
+            handoff.cancel()  # its drain waits for the main loop, which may be the one that is stuck
+        await self.settle()
+        for elector in self._electors:
+            elector.stop()
+        self._report()
+        member = self._sharding.member
+        member.stop()
+        owned = [e for e in (*self._electors, member) if e.record is not None]
+        await asyncio.gather(*(e.release() for e in owned), return_exceptions=True)
+        self._members = {}
+        self._assignment = ()
+        self._mine = frozenset()
+        self._waiting = set()
+        self._assigned_at.clear()
+        if self._sharding.metrics is not None:
+            self._sharding.metrics.leases.assigned.set(0)
+
+    async def _take_part(self) -> None:
         sharding = self._sharding
         started = self._clock()
         member = sharding.member
@@ -229,6 +306,7 @@ class Leadership:
                 elector.observe(listed.get(elector.name), started)
         await asyncio.gather(*renewals)
         self._report()
+        self._probe_periodically(started)
         if listed is not None:
             await self._collect_stale_members(listed)
 
@@ -331,19 +409,42 @@ class Leadership:
                     self._sharding.metrics.leases.handoff.labels(phase="acquire").observe(max(now - since, 0.0))
             self._on_change(shard, held)
 
-    def _probe(self, shard: int) -> None:
-        """Prove at this acquire that the policy refuses a stale write on ``shard`` (:func:`proofs.probe`)."""
+    def _probe(self, shard: int, *, acquired: bool = True) -> None:
+        """Prove that the policy refuses a stale write on ``shard`` (:func:`proofs.probe`): at its acquire (an
+        admitted probe is tried again after pauses: the policy may not have seen a new Lease yet) and
+        periodically while held (once: that Lease is not new)."""
         sharding = self._sharding
         if sharding.fencing is None or not sharding.fencing_policy:
             return
-        work = proofs.probe(
-            self._electors[shard],
-            sharding.fencing,
-            shard=shard,
-            policy=sharding.fencing_policy,
-            metrics=sharding.metrics,
+        self._probed_at[shard] = self._clock()
+        work = self._probed(
+            shard,
+            proofs.probe(
+                self._electors[shard],
+                sharding.fencing,
+                shard=shard,
+                policy=sharding.fencing_policy,
+                metrics=sharding.metrics,
+                pauses=proofs.PROBE_PAUSES if acquired else (),
+                previous=self._enforced.get(shard),
+            ),
         )
         self._in_background(asyncio.get_running_loop(), ("probe", shard), work)
+
+    async def _probed(self, shard: int, probing: Coroutine[Any, Any, bool | None]) -> bool | None:
+        enforced = await probing
+        if enforced is not None:
+            self._enforced[shard] = enforced
+        return enforced
+
+    def _probe_periodically(self, now: float) -> None:
+        """Probe again each shard held whose last probe is older than :attr:`Sharding.fencing_probe_period`."""
+        period = self._sharding.fencing_probe_period
+        for shard, elector in enumerate(self._electors):
+            if not elector.holding:
+                self._probed_at.pop(shard, None)
+            elif now - self._probed_at.get(shard, now) >= period:
+                self._probe(shard, acquired=False)
 
     async def _collect_stale_members(self, listed: Mapping[str, leases.LeaseRecord]) -> None:
         """Delete member Leases left by replicas long gone (identities change with every pod)."""

@@ -19,6 +19,7 @@ from sundial.model.status import StatusCounter
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
 HANDOFF_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120)
 API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+LATENESS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
 class EventResult(StrEnum):
@@ -223,7 +224,8 @@ class FencingMetrics:
     """``sundial_fenced_unconfirmed``: refusals after which a fresh read showed the Lease still ours."""
 
     enforced: Gauge
-    """``sundial_fencing_enforced`` by ``shard``: 1 when the last acquire's dry-run probe was refused."""
+    """``sundial_fencing_enforced`` by ``shard``: 1 when the last dry-run probe (at acquire, then periodic) was
+    refused."""
 
     @classmethod
     def create(cls, r: CollectorRegistry) -> FencingMetrics:
@@ -250,14 +252,84 @@ class FencingMetrics:
             ),
             enforced=Gauge(
                 "sundial_fencing_enforced",
-                "1 when the fencing policy refused this shard's dry-run probe write at the last acquire, 0 when "
-                "the API server admitted it (fencing is not enforced for this replica: see its Warning Event).",
+                "1 when the fencing policy refused this shard's dry-run probe write at the last probe (at each acquire "
+                "and every --fencing-probe-period while held), 0 when the API server admitted it (fencing is not "
+                "enforced for this replica: see its Warning Event).",
                 ["shard"],
                 registry=r,
             ),
         )
         for kind in FencedKind:
             made.fenced_writes.labels(kind=kind)
+        return made
+
+
+class WithdrawReason(StrEnum):
+    """Why the lease thread withdrew this replica from its shards (DESIGN §12.2)."""
+
+    LOOP_LAG = "loop_lag"
+    """The planning loop was behind its watchdog by more than ``--watchdog-withdraw-lag``."""
+    CLOCK_SKEW = "clock_skew"
+    """This replica's clock differs from the API server's by more than ``--max-clock-skew``."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GuardMetrics:
+    """The replica's checks on itself (DESIGN §12.2): its loop's lag, its clock, its withdrawals."""
+
+    loop_lag: Gauge
+    """``sundial_loop_lag_seconds``: how far the planning loop is behind its watchdog, computed when scraped
+    (:class:`sundial.runtime.serving.watchdog.LoopWatchdog` sets its function)."""
+
+    loop_lateness: Histogram
+    """``sundial_loop_lateness_seconds``: how much later than asked the loop ran each watchdog beat."""
+
+    clock_offset: Gauge
+    """``sundial_clock_offset_seconds``: this replica's clock minus the API server's (its ``Date`` header)."""
+
+    withdrawn: Gauge
+    """``sundial_withdrawn`` by ``reason`` (:class:`WithdrawReason`): 1 while that reason keeps the replica
+    away from every shard."""
+
+    withdrawals: Counter
+    """``sundial_withdrawals`` by ``reason``: times the replica gave up its shards on its own."""
+
+    @classmethod
+    def create(cls, r: CollectorRegistry) -> GuardMetrics:
+        made = cls(
+            loop_lag=Gauge(
+                "sundial_loop_lag_seconds",
+                "How far the planning loop is behind its watchdog's beat right now (computed when scraped).",
+                registry=r,
+            ),
+            loop_lateness=Histogram(
+                "sundial_loop_lateness_seconds",
+                "How much later than asked the planning loop ran each watchdog beat.",
+                buckets=LATENESS_BUCKETS,
+                registry=r,
+            ),
+            clock_offset=Gauge(
+                "sundial_clock_offset_seconds",
+                "This replica's clock minus the API server's (estimated from its Date header at each Lease LIST).",
+                registry=r,
+            ),
+            withdrawn=Gauge(
+                "sundial_withdrawn",
+                "1 while the reason keeps this replica from holding any shard (it released them and left the "
+                "member set): a planning loop behind its watchdog, or a clock away from the API server's.",
+                ["reason"],
+                registry=r,
+            ),
+            withdrawals=Counter(
+                "sundial_withdrawals",
+                "Times this replica released its shards on its own (by reason).",
+                ["reason"],
+                registry=r,
+            ),
+        )
+        for reason in WithdrawReason:
+            made.withdrawn.labels(reason=reason).set(0)
+            made.withdrawals.labels(reason=reason)
         return made
 
 
@@ -316,6 +388,8 @@ class Metrics:
         """Refused and squatted writes."""
         self.api = ApiMetrics.create(r)
         """API requests."""
+        self.guards = GuardMetrics.create(r)
+        """The replica's checks on itself: loop lag, clock offset, withdrawals."""
 
     def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
         self.api.requests.labels(verb=verb, resource=resource, code=code).inc()
