@@ -8,9 +8,10 @@
   (``sundial_fenced_unconfirmed_total``), the shard is kept and the refused write is retried after the pass's
   backoff — never the old give-up/re-acquire/refused-again loop.
 * :func:`probe` — at each acquire and every ``--fencing-probe-period`` while held, a dry-run write the policy
-  must refuse (an Event under this shard's token with a UID no Lease has). Refused: ``sundial_fencing_enforced{shard} 1``. Admitted (no policy installed, or
-  a kustomize overlay's ``namespace:``/``namePrefix:`` made its matchCondition or paramRef miss): 0, a log line
-  and a Warning Event on the Lease. A 403 from anything else than the configured policy is "not enforced" too:
+  must refuse (an Event under this shard's token with a UID no Lease has). Refused:
+  ``sundial_fencing_enforced{shard} 1``. Admitted (no policy installed, or a kustomize overlay's
+  ``namespace:``/``namePrefix:`` made its matchCondition or paramRef miss): 0, a log line and a Warning Event
+  on the Lease. A 403 from anything else than the configured policy is "not enforced" too:
   real refusals would not be recognised either. An admitted probe is sent again after short pauses before it
   counts (:data:`PROBE_PAUSES`): the policy reads the shard Leases from the API server's informer, which may
   not have seen a Lease created a moment ago (the first acquire, a new shard after a ``--shards`` change), and
