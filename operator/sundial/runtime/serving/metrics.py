@@ -62,6 +62,9 @@ class PassOutcome(StrEnum):
     """The ScheduledJob was gone (from the cache, or from the API during the pass)."""
     NOT_ACTING = "not_acting"
     """This replica does not act for the object's shard: nothing was planned."""
+    DEFERRED = "deferred"
+    """A calendar the object names changed and the recompile budget is spent: the pass ends before planning
+    and the key comes back once the budget has refilled (DESIGN §12.2)."""
     FAILED = "failed"
     """The pass raised (an API error after the in-pass retries, or the shard was lost mid-pass)."""
 
