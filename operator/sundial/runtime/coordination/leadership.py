@@ -402,6 +402,9 @@ class Leadership:
                 continue
             self._reported[shard] = held
             logger.info("shard %d lease %s", shard, "held" if held else "lost")
+            if not held and self._sharding.metrics is not None:  # its holder reports it (the alert's series)
+                with contextlib.suppress(KeyError):
+                    self._sharding.metrics.fencing.enforced.remove(str(shard))
             if held:
                 self._probe(shard)
                 since = self._assigned_at.pop(shard, None)
