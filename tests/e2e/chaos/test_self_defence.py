@@ -130,8 +130,10 @@ def test_deleting_the_fencing_binding_is_seen_within_the_probe_period_and_restor
     h.wait(lambda: _sample(replica.metrics(), gauge) == 1.0, PROBE_PERIOD + 10, "restored: the gauge says 1")
     recorded["restored"] = _enforced_rows(replica.metrics())
     if os.environ.get("SUNDIAL_RECORD_SERIES") == "1":
-        about = ("Recorded by tests/e2e/chaos/test_self_defence.py (SUNDIAL_RECORD_SERIES=1): a replica's "
-                 "sundial_fencing_enforced samples with the fencing binding in place, deleted and restored.")  # fmt: skip
+        about = (
+            "Recorded by tests/e2e/chaos/test_self_defence.py (SUNDIAL_RECORD_SERIES=1): a replica's "
+            "sundial_fencing_enforced samples with the fencing binding in place, deleted and restored."
+        )
         states = {state: recorded[state] for state in STATES}
         RECORDING.write_text(json.dumps({"about": about, "states": states}, indent=1) + "\n")
 
