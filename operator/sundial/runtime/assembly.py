@@ -30,7 +30,8 @@ from sundial.runtime.coordination import clocks, leasethread
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.guards import Guards
 from sundial.runtime.coordination.inflight import InFlight
-from sundial.runtime.coordination.leadership import Leadership, Sharding, member_lease_name
+from sundial.runtime.coordination.leadership import Leadership, Sharding
+from sundial.runtime.coordination.members import member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
 from sundial.runtime.serving import access, admission, certrotators, metricstls, probes, probethread, watchdog
 from sundial.runtime.serving.metrics import Metrics
@@ -112,10 +113,7 @@ async def build(
     configuration = await connections.load_configuration(settings.api.kubeconfig)
     client = connections.api_client(configuration)
     metrics = Metrics()
-    wall = clocks.shifted(settings.test_clock_offset)  # the replica's wall clock (moved only by a test hook)
-    server_clock = clocks.ServerClock(max_skew=settings.guards.max_clock_skew, wallclock=wall, metrics=metrics.guards)
-    loop_watchdog = watchdog.LoopWatchdog(metrics=metrics.guards)
-    guards = Guards(settings=settings.guards, lag=loop_watchdog.lag, clock=server_clock, metrics=metrics.guards)
+    wall, server_clock, loop_watchdog, guards = _self_checks(settings, metrics)
     bucket = ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst)
     requester = requests.Requester(bucket=bucket, observer=metrics)
     api = objects.ObjectsApi(api_client=client, requester=requester)
@@ -125,9 +123,7 @@ async def build(
     in_flight = InFlight()
     lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
     lease_api = _lease_api(settings, configuration, metrics, server_clock)
-    leadership = _leadership(
-        settings, lease_api, metrics, in_flight, lease_changes, server_clock=server_clock, guards=guards
-    )
+    leadership = _leadership(settings, lease_api, metrics, in_flight, lease_changes, checks=(server_clock, guards))
     lease_thread = leasethread.LeaseThread(leadership, close=lease_api.close)
     # Events too (--event-qps/--event-burst), sent in the background: they never delay a claim or a Job.
     recorder = EventRecorder(
@@ -153,11 +149,7 @@ async def build(
     dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store, warm=api.warm, clock=wall)
     intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
     logged_in = asyncio.Event()
-    registry = informers.registry(
-        configuration=configuration,
-        on_calendar=intake.calendar,
-        on_login=logged_in.set,
-    )
+    registry = informers.registry(configuration=configuration, on_calendar=intake.calendar, on_login=logged_in.set)
     kopf_settings = informers.operator_settings()
     rotator = _rotator(certificate, client, requester)
     # The validating webhook, if --webhook-port; with CERTIFICATE it serves the operator-managed one.
@@ -188,6 +180,19 @@ async def build(
         probes=_probes(settings, listing, stopping, loop_watchdog),
         rotator=rotator,
     )
+
+
+def _self_checks(
+    settings: Settings, metrics: Metrics
+) -> tuple[Callable[[], datetime], clocks.ServerClock, watchdog.LoopWatchdog, Guards]:
+    """The replica's checks on itself (DESIGN §12.2): its wall clock (moved only by the test hook
+    ``SUNDIAL_TEST_CLOCK_OFFSET``), that clock against the API server's, the loop's watchdog, and the guards
+    that withdraw the replica from its shards when either is off."""
+    wall = clocks.shifted(settings.test_clock_offset)
+    server_clock = clocks.ServerClock(max_skew=settings.guards.max_clock_skew, wallclock=wall, metrics=metrics.guards)
+    loop_watchdog = watchdog.LoopWatchdog(metrics=metrics.guards)
+    guards = Guards(settings=settings.guards, lag=loop_watchdog.lag, clock=server_clock, metrics=metrics.guards)
+    return wall, server_clock, loop_watchdog, guards
 
 
 def _informers(
@@ -240,12 +245,12 @@ def _leadership(
     in_flight: InFlight,
     lease_changes: asyncio.Queue[LeaseChange],
     *,
-    server_clock: clocks.ServerClock,
-    guards: Guards,
+    checks: tuple[clocks.ServerClock, Guards],
 ) -> Leadership:
     """The shard electors and the member Lease; changes go into LEASE_CHANGES (see
-    :func:`sundial.runtime.process.follow_leases`). Lease times are the API server's (SERVER_CLOCK); GUARDS
-    withdraw the replica from every shard while its loop lags or its clock is off."""
+    :func:`sundial.runtime.process.follow_leases`). CHECKS: the ServerClock (Lease times are the API server's)
+    and the Guards (they withdraw the replica from every shard while its loop lags or its clock is off)."""
+    server_clock, guards = checks
     shards = range(settings.leases.shards)
     electors = [_elector(settings, lease_api, settings.leases.name(shard), server_clock.now) for shard in shards]
     member_name = member_lease_name(settings.leases.name_prefix, settings.identity)

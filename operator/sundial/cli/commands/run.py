@@ -51,35 +51,6 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="the server-side fencing ValidatingAdmissionPolicy (and binding) name; '' if none is installed",
     )
-    add(
-        "--fencing-probe-period",
-        type=float,
-        default=_LEASES.fencing_probe_period,
-        metavar="SECONDS",
-        help="seconds between two enforcement probes of a shard held all along (besides the one at each acquire)",
-    )
-    add(
-        "--watchdog-unready-lag",
-        type=float,
-        default=_GUARDS.unready_lag,
-        metavar="SECONDS",
-        help="/readyz fails while the planning loop is this far behind its watchdog",
-    )
-    add(
-        "--watchdog-withdraw-lag",
-        type=float,
-        default=_GUARDS.withdraw_lag,
-        metavar="SECONDS",
-        help="past this loop lag the replica releases its shard Leases and leaves the member set (a standby takes "
-        "over); it joins again once the lag is under --watchdog-unready-lag",
-    )
-    add(
-        "--max-clock-skew",
-        type=float,
-        default=_GUARDS.max_clock_skew,
-        metavar="SECONDS",
-        help="hold no shard (plan nothing) while this replica's clock differs from the API server's by more",
-    )
     add("--qps", type=float, default=_API.qps, help="client-side API rate limit (requests/second)")
     add("--burst", type=int, default=_API.burst, help="client-side API burst")
     add(
@@ -104,6 +75,7 @@ def register(subparsers: Any) -> None:
     )
     _add_dispatch_flags(parser)
     _add_probe_flags(parser)
+    _add_guard_flags(parser)
     add("--webhook-port", type=int, default=_WEBHOOK.port, help="admission webhook HTTPS port (0: off)")
     add("--webhook-addr", default=_WEBHOOK.addr, help="admission webhook listen address")
     add("--webhook-host", default=_WEBHOOK.host, help="host/IP the API server reaches the webhook at")
@@ -151,6 +123,40 @@ def _add_dispatch_flags(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=_DISPATCH.backlog_burst,
         help="catch-up and backfill runs one namespace may start at once after a quiet period",
+    )
+
+
+def _add_guard_flags(parser: argparse.ArgumentParser) -> None:
+    """The replica's checks on itself (DESIGN §12.2)."""
+    add = parser.add_argument
+    add(
+        "--fencing-probe-period",
+        type=float,
+        default=_LEASES.fencing_probe_period,
+        metavar="SECONDS",
+        help="seconds between two enforcement probes of a shard held all along (besides the one at each acquire)",
+    )
+    add(
+        "--watchdog-unready-lag",
+        type=float,
+        default=_GUARDS.unready_lag,
+        metavar="SECONDS",
+        help="/readyz fails while the planning loop is this far behind its watchdog",
+    )
+    add(
+        "--watchdog-withdraw-lag",
+        type=float,
+        default=_GUARDS.withdraw_lag,
+        metavar="SECONDS",
+        help="past this loop lag the replica releases its shard Leases and leaves the member set (a standby takes "
+        "over); it joins again once the lag is under --watchdog-unready-lag",
+    )
+    add(
+        "--max-clock-skew",
+        type=float,
+        default=_GUARDS.max_clock_skew,
+        metavar="SECONDS",
+        help="hold no shard (plan nothing) while this replica's clock differs from the API server's by more",
     )
 
 

@@ -30,34 +30,24 @@ member set (or a partitioned one) can delay a shard, never put two actors on it.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import dataclasses
-import hashlib
 import logging
-import math
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 from sundial.kube import errors, leases
 from sundial.model import names
-from sundial.runtime.coordination import assignment, decisions, proofs
+from sundial.runtime.coordination import assignment, decisions, members
 from sundial.runtime.coordination.electors import UNREAD, LeaseElector, Unread
+from sundial.runtime.coordination.proofs import FencingApi
+from sundial.runtime.coordination.provers import Prover
 from sundial.runtime.fencing import NotActingError
 from sundial.runtime.serving.metrics import Metrics, WithdrawReason
 from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
-
-#: A member Lease whose renewTime is older than this many lease durations (and at least a minute) is deleted.
-STALE_MEMBER_DURATIONS = 10
-
-
-def member_lease_name(prefix: str, identity: str) -> str:
-    """``<prefix>-member-<10 hex of sha256(identity)>``: a valid name whatever the identity looks like."""
-    return f"{prefix}-member-{hashlib.sha256(identity.encode('utf-8')).hexdigest()[:10]}"
 
 
 async def _nothing_in_flight(shard: int) -> None:
@@ -85,7 +75,7 @@ class Sharding:
     wallclock: Callable[[], datetime] = utcnow
     """The API server's time as this replica estimates it (:meth:`sundial.runtime.coordination.clocks.ServerClock.now`):
     other replicas' ``renewTime`` is compared with it (first sight of a member, stale member cleanup)."""
-    fencing: proofs.FencingApi | None = None
+    fencing: FencingApi | None = None
     """Where refusals are confirmed (a fresh Lease read) and acquires probed; None: a refusal stops acting."""
     fencing_policy: str = ""
     """The fencing policy's name; empty: none is installed, acquires are not probed."""
@@ -120,10 +110,14 @@ class Leadership:
         self._waiting: set[int] = set()
         self._handoffs: dict[int, asyncio.Task[None]] = {}
         self._first_step = True
-        self._loop: asyncio.AbstractEventLoop | None = None  # where run() runs: confirmations go there
-        self._background: dict[tuple[str, int], concurrent.futures.Future[object]] = {}
-        self._probed_at: dict[int, float] = {}  # monotonic time of each held shard's last probe
-        self._enforced: dict[int, bool] = {}  # each shard's last probe result (a Warning Event only on a change)
+        self._prover = Prover(
+            self._electors,
+            fencing=sharding.fencing,
+            policy=sharding.fencing_policy,
+            period=sharding.fencing_probe_period,
+            metrics=sharding.metrics,
+            clock=clock,
+        )
         self._withdrawn: WithdrawReason | None = None
 
     @property
@@ -148,36 +142,17 @@ class Leadership:
     def fenced(self, shard: int) -> None:
         """The API server's fencing policy refused a write under this shard's token (called on the main loop).
 
-        Confirmed before the shard is given up (:func:`proofs.confirm`, on the lease loop): the Lease is
-        re-read from the API server and acting stops only if it moved on; otherwise the refusal is counted and
-        the shard kept (the refused pass backs off). Without a :attr:`Sharding.fencing` API, or before
+        Confirmed before the shard is given up (:func:`sundial.runtime.coordination.proofs.confirm`, on the
+        lease loop): the Lease is re-read from the API server and acting stops only if it moved on; otherwise the
+        refusal is counted and the shard kept (the refused pass backs off). Without a :attr:`Sharding.fencing` API, or before
         :meth:`run` started, acting stops at once.
         """
-        fencing, loop = self._sharding.fencing, self._loop
         logger.warning("shard %d: a write was refused under token %s", shard, self.fencing_token(shard))
-        if fencing is None or loop is None or loop.is_closed():
-            self._electors[shard].stop()
-            return
-        self._in_background(
-            loop,
-            ("confirm", shard),
-            proofs.confirm(self._electors[shard], fencing, shard=shard, metrics=self._sharding.metrics),
-        )
-
-    def _in_background(
-        self, loop: asyncio.AbstractEventLoop, key: tuple[str, int], work: Coroutine[Any, Any, object]
-    ) -> None:
-        """Run ``work`` on ``loop`` (from any thread), at most one per ``key`` at a time."""
-        running = self._background.get(key)
-        if running is not None and not running.done():
-            work.close()
-            return
-        self._background[key] = asyncio.run_coroutine_threadsafe(work, loop)
+        self._prover.fenced(shard)
 
     async def settle_background(self) -> None:
         """Wait for the confirmations and probes started so far (tests)."""
-        for future in list(self._background.values()):
-            await asyncio.wrap_future(future)
+        await self._prover.settle()
 
     def held(self) -> int:
         return sum(1 for elector in self._electors if elector.holding)
@@ -193,7 +168,7 @@ class Leadership:
         return tuple(sorted(set(self._assignment)))
 
     async def run(self, stopping: asyncio.Event) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._prover.loop = asyncio.get_running_loop()
         while not stopping.is_set():
             await self.step()
             with contextlib.suppress(asyncio.TimeoutError):
@@ -284,8 +259,9 @@ class Leadership:
         if not (member_early and member.holding):
             await member.tick(current=_from(listed, member.name), started=started)
         if listed is not None:
-            self._track_members(listed, started)
-        live = {seen.record.holder for seen in self._members.values() if self._alive(seen, started)}
+            self._members = members.track(self._members, listed, prefix=sharding.prefix, own=member.name,
+                                          wall=sharding.wallclock(), started=started)  # fmt: skip
+        live = {seen.record.holder for seen in self._members.values() if started < seen.expires}
         # A replica always counts itself: it knows it is alive even when its own member renewal came late
         # (a stalled event loop, an API server restart). Leaving itself out made replicas hand each other
         # the same shards after every restart, so nobody acted for a lease period. Safety never depends on
@@ -306,33 +282,10 @@ class Leadership:
                 elector.observe(listed.get(elector.name), started)
         await asyncio.gather(*renewals)
         self._report()
-        self._probe_periodically(started)
+        self._prover.periodically(started)
         if listed is not None:
-            await self._collect_stale_members(listed)
-
-    def _track_members(self, listed: Mapping[str, leases.LeaseRecord], started: float) -> None:
-        sharding = self._sharding
-        prefix = f"{sharding.prefix}-member-"
-        wall = sharding.wallclock()
-        seen: dict[str, decisions.Sighting] = {}
-        for name, record in listed.items():
-            if not name.startswith(prefix) or name == sharding.member.name or record.holder is None:
-                continue
-            old = self._members.get(name)
-            if old is None:
-                # First sight: estimate from renewTime how long ago it changed. Only who *tries* depends on
-                # this (wall-clock skew at worst delays a member by one change); safety never does.
-                age = (wall - record.renew_time).total_seconds() if record.renew_time else math.inf
-                seen[name] = decisions.Sighting(record, started - max(age, 0.0))
-            elif decisions.changed(old.record, record):
-                seen[name] = decisions.Sighting(record, started)
-            else:
-                seen[name] = decisions.Sighting(record, old.at)
-        self._members = seen
-
-    @staticmethod
-    def _alive(seen: decisions.Sighting, now: float) -> bool:
-        return now < seen.expires
+            await members.collect(sharding.api, listed, namespace=member.namespace, prefix=sharding.prefix,
+                                  own=member.name, wall=sharding.wallclock())  # fmt: skip
 
     def _reassign(self, live: tuple[str, ...], started: float) -> None:
         sharding = self._sharding
@@ -402,70 +355,14 @@ class Leadership:
                 continue
             self._reported[shard] = held
             logger.info("shard %d lease %s", shard, "held" if held else "lost")
-            if not held and self._sharding.metrics is not None:  # its holder reports it (the alert's series)
-                with contextlib.suppress(KeyError):
-                    self._sharding.metrics.fencing.enforced.remove(str(shard))
             if held:
-                self._probe(shard)
+                self._prover.acquired(shard)
                 since = self._assigned_at.pop(shard, None)
                 if since is not None and self._sharding.metrics is not None:
                     self._sharding.metrics.leases.handoff.labels(phase="acquire").observe(max(now - since, 0.0))
+            else:
+                self._prover.lost(shard)
             self._on_change(shard, held)
-
-    def _probe(self, shard: int, *, acquired: bool = True) -> None:
-        """Prove that the policy refuses a stale write on ``shard`` (:func:`proofs.probe`): at its acquire (an
-        admitted probe is tried again after pauses: the policy may not have seen a new Lease yet) and
-        periodically while held (once: that Lease is not new)."""
-        sharding = self._sharding
-        if sharding.fencing is None or not sharding.fencing_policy:
-            return
-        self._probed_at[shard] = self._clock()
-        work = self._probed(
-            shard,
-            proofs.probe(
-                self._electors[shard],
-                sharding.fencing,
-                shard=shard,
-                policy=sharding.fencing_policy,
-                metrics=sharding.metrics,
-                pauses=proofs.PROBE_PAUSES if acquired else (),
-                previous=self._enforced.get(shard),
-            ),
-        )
-        self._in_background(asyncio.get_running_loop(), ("probe", shard), work)
-
-    async def _probed(self, shard: int, probing: Coroutine[Any, Any, bool | None]) -> bool | None:
-        enforced = await probing
-        if enforced is not None:
-            self._enforced[shard] = enforced
-        return enforced
-
-    def _probe_periodically(self, now: float) -> None:
-        """Probe again each shard held whose last probe is older than :attr:`Sharding.fencing_probe_period`."""
-        period = self._sharding.fencing_probe_period
-        for shard, elector in enumerate(self._electors):
-            if not elector.holding:
-                self._probed_at.pop(shard, None)
-            elif now - self._probed_at.get(shard, now) >= period:
-                self._probe(shard, acquired=False)
-
-    async def _collect_stale_members(self, listed: Mapping[str, leases.LeaseRecord]) -> None:
-        """Delete member Leases left by replicas long gone (identities change with every pod)."""
-        sharding = self._sharding
-        prefix = f"{sharding.prefix}-member-"
-        wall = sharding.wallclock()
-        for name, record in listed.items():
-            if not name.startswith(prefix) or name == sharding.member.name:
-                continue
-            limit = max(60.0, STALE_MEMBER_DURATIONS * max(record.duration_seconds, 1))
-            renewed = record.renew_time
-            if renewed is not None and (wall - renewed).total_seconds() < limit:
-                continue
-            with contextlib.suppress(errors.KubeError):
-                await sharding.api.delete(
-                    namespace=sharding.member.namespace, name=name, resource_version=record.resource_version
-                )
-                logger.info("deleted stale member Lease %s (holder %s)", name, record.holder)
 
     async def release(self) -> None:
         """Graceful shutdown: stop acting on every shard, give every held Lease up, leave the member set."""

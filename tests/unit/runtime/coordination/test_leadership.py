@@ -12,7 +12,8 @@ from sundial.kube import results
 from sundial.kube.leases import LeaseRecord
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.inflight import InFlight
-from sundial.runtime.coordination.leadership import Leadership, Sharding, member_lease_name
+from sundial.runtime.coordination.leadership import Leadership, Sharding
+from sundial.runtime.coordination.members import member_lease_name
 from sundial.runtime.serving.metrics import Metrics, WithdrawReason
 from sundial.runtime.settings import LeaseSettings
 
