@@ -144,8 +144,8 @@ class Leadership:
 
         Confirmed before the shard is given up (:func:`sundial.runtime.coordination.proofs.confirm`, on the
         lease loop): the Lease is re-read from the API server and acting stops only if it moved on; otherwise the
-        refusal is counted and the shard kept (the refused pass backs off). Without a :attr:`Sharding.fencing` API, or before
-        :meth:`run` started, acting stops at once.
+        refusal is counted and the shard kept (the refused pass backs off). Without a :attr:`Sharding.fencing`
+        API, or before :meth:`run` started, acting stops at once.
         """
         logger.warning("shard %d: a write was refused under token %s", shard, self.fencing_token(shard))
         self._prover.fenced(shard)
