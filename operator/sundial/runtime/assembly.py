@@ -20,27 +20,26 @@ from typing import Any
 
 from aiohttp import web
 
-from sundial.kube import connections, errors, leases, objects, ratelimits, requests, watches
+from sundial.kube import connections, errors, objects, ratelimits, requests, watches
 from sundial.model import names
 from sundial.runtime.acting import sender
 from sundial.runtime.acting.budgets import NamespaceBudgets
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder
-from sundial.runtime.coordination import clocks, leasethread
-from sundial.runtime.coordination.electors import LeaseElector
-from sundial.runtime.coordination.guards import Guards
+from sundial.runtime.coordination import clocks, leaseparts, leasethread
+from sundial.runtime.coordination.guards import Guards, self_checks
 from sundial.runtime.coordination.inflight import InFlight
 from sundial.runtime.coordination.leadership import Leadership, Sharding
 from sundial.runtime.coordination.members import member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import access, admission, certrotators, metricstls, probes, probethread, watchdog
+from sundial.runtime.serving import access, admission, certrotators, frame, metricstls, probes, probethread, watchdog
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
-from sundial.runtime.watch import informers
-from sundial.runtime.watch.intake import Intake
+from sundial.runtime.watch import intake, kinds
 from sundial.runtime.watch.keeping import object_bound
-from sundial.runtime.watch.listwatch import JOBS, SCHEDULED_JOBS, ListWatch
-from sundial.runtime.watch.readiness import InitialListing
+from sundial.runtime.watch.listwatch import ListWatch, Sink
+from sundial.runtime.watch.quarantine import Quarantine
+from sundial.runtime.watch.readiness import Readiness
 from sundial.runtime.watch.store import Key, Store
 from sundial.schedule import utcnow
 
@@ -65,7 +64,10 @@ class Parts:
     metrics: Metrics
     api: objects.ObjectsApi
     store: Store
-    listing: InitialListing
+    readiness: Readiness
+    """Ready once every informer has listed once."""
+    quarantine: Quarantine
+    """The objects the intake could not read (kept as stubs)."""
     recorder: EventRecorder
     in_flight: InFlight
     lease_changes: asyncio.Queue[LeaseChange]
@@ -73,11 +75,10 @@ class Parts:
     lease_thread: leasethread.LeaseThread
     reconciler: Reconciler
     dispatcher: Dispatcher
-    intake: Intake
     registry: Any
-    """kopf's registry: the ScheduledJobs' and ScheduleCalendars' informers (and the admission webhook, if on)."""
+    """kopf's registry: the login and, if on, the admission webhook (kopf watches nothing)."""
     informers: Sequence[ListWatch]
-    """The ScheduledJobs' and the Jobs' informers."""
+    """The ScheduledJobs', the Jobs' and the ScheduleCalendars' informers."""
     kopf_settings: Any
     logged_in: asyncio.Event
     stopping: asyncio.Event
@@ -113,18 +114,16 @@ async def build(
     configuration = await connections.load_configuration(settings.api.kubeconfig)
     client = connections.api_client(configuration)
     metrics = Metrics()
-    wall, server_clock, loop_watchdog, guards = _self_checks(settings, metrics)
+    wall, checks, loop_watchdog = self_checks(settings, metrics.guards)
     bucket = ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst)
     requester = requests.Requester(bucket=bucket, observer=metrics)
     api = objects.ObjectsApi(api_client=client, requester=requester)
     # One object's kept size is bounded (DESIGN §11.1): the jobTemplate bound plus a margin (watch/keeping.py).
     store = Store(max_object_bytes=object_bound(settings.webhook.max_job_template_bytes))
-    listing = InitialListing(store, listed={"schedulecalendars"})  # the informers of listwatch.py say when synced
+    readiness = Readiness()
+    quarantine = Quarantine(on_quarantine=metrics.intake.count_quarantined, on_size=metrics.intake.set_quarantined)
     in_flight = InFlight()
-    lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
-    lease_api = _lease_api(settings, configuration, metrics, server_clock)
-    leadership = _leadership(settings, lease_api, metrics, in_flight, lease_changes, checks=(server_clock, guards))
-    lease_thread = leasethread.LeaseThread(leadership, close=lease_api.close)
+    leadership, lease_thread, lease_changes = _leases(settings, configuration, metrics, in_flight, checks)
     # Events too (--event-qps/--event-burst), sent in the background: they never delay a claim or a Job.
     recorder = EventRecorder(
         api=sender.events_api(api_client=client, settings=settings.events, metrics=metrics),
@@ -133,24 +132,20 @@ async def build(
         series_interval=settings.events.series_interval,
         on_fenced=functools.partial(_fenced, leadership),
     )
-    reconciler = Reconciler(
+    reconciler = _reconciler(
+        settings,
         store=store,
         api=api,
         leadership=leadership,
-        planner=planner or default_planner(),
-        events=recorder,
+        recorder=recorder,
         metrics=metrics,
+        planner=planner,
         clock=wall,
-        crash_after_claim=settings.test_crash_after_claim,
-        budgets=NamespaceBudgets(rate=settings.dispatch.backlog_qps, burst=settings.dispatch.backlog_burst),
-        crash_after_create=settings.test_crash_after_create,
-        prepared_runs=settings.dispatch.prepared_runs,
     )
     dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store, warm=api.warm, clock=wall)
-    intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
     logged_in = asyncio.Event()
-    registry = informers.registry(configuration=configuration, on_calendar=intake.calendar, on_login=logged_in.set)
-    kopf_settings = informers.operator_settings()
+    registry = frame.registry(configuration=configuration, on_login=logged_in.set)
+    kopf_settings = frame.operator_settings()
     rotator = _rotator(certificate, client, requester)
     # The validating webhook, if --webhook-port; with CERTIFICATE it serves the operator-managed one.
     admission.configure(kopf_settings, registry, settings.webhook, tls=rotator.tls if rotator else None)
@@ -161,7 +156,8 @@ async def build(
         metrics=metrics,
         api=api,
         store=store,
-        listing=listing,
+        readiness=readiness,
+        quarantine=quarantine,
         recorder=recorder,
         in_flight=in_flight,
         lease_changes=lease_changes,
@@ -169,45 +165,96 @@ async def build(
         lease_thread=lease_thread,
         reconciler=reconciler,
         dispatcher=dispatcher,
-        intake=intake,
         registry=registry,
-        informers=_informers(settings, client, requester, intake, listing),
+        informers=_informers(
+            settings,
+            client=client,
+            requester=requester,
+            metrics=metrics,
+            readiness=readiness,
+            sinks=_sinks(store, dispatcher, reconciler, quarantine),
+        ),
         kopf_settings=kopf_settings,
         logged_in=logged_in,
         stopping=stopping,
         apps=_apps(settings, metrics, client=client),
         watchdog=loop_watchdog,
-        probes=_probes(settings, listing, stopping, loop_watchdog),
+        probes=_probes(settings, readiness, stopping, loop_watchdog),
         rotator=rotator,
     )
 
 
-def _self_checks(
-    settings: Settings, metrics: Metrics
-) -> tuple[Callable[[], datetime], clocks.ServerClock, watchdog.LoopWatchdog, Guards]:
-    """The replica's checks on itself (DESIGN §12.2): its wall clock (moved only by the test hook
-    ``SUNDIAL_TEST_CLOCK_OFFSET``), that clock against the API server's, the loop's watchdog, and the guards
-    that withdraw the replica from its shards when either is off."""
-    wall = clocks.shifted(settings.test_clock_offset)
-    server_clock = clocks.ServerClock(max_skew=settings.guards.max_clock_skew, wallclock=wall, metrics=metrics.guards)
-    loop_watchdog = watchdog.LoopWatchdog(metrics=metrics.guards)
-    guards = Guards(settings=settings.guards, lag=loop_watchdog.lag, clock=server_clock, metrics=metrics.guards)
-    return wall, server_clock, loop_watchdog, guards
+def _sinks(
+    store: Store, dispatcher: Dispatcher, reconciler: Reconciler, quarantine: Quarantine
+) -> list[tuple[Any, Sink]]:
+    """Each collection with the sink its informer feeds."""
+    return [
+        (kinds.SCHEDULED_JOBS,
+         intake.ScheduledJobs(store=store, dispatcher=dispatcher, reconciler=reconciler, quarantine=quarantine)),
+        (kinds.JOBS, intake.Jobs(store=store, dispatcher=dispatcher, quarantine=quarantine)),
+        (kinds.SCHEDULE_CALENDARS, intake.ScheduleCalendars(store=store, dispatcher=dispatcher, quarantine=quarantine)),
+    ]  # fmt: skip
 
 
 def _informers(
-    settings: Settings, client: Any, requester: requests.Requester, intake: Intake, listing: InitialListing
+    settings: Settings,
+    *,
+    client: Any,
+    requester: requests.Requester,
+    metrics: Metrics,
+    readiness: Readiness,
+    sinks: Sequence[tuple[Any, Sink]],
 ) -> list[ListWatch]:
-    """The ScheduledJobs' and the Jobs' own informers (not kopf's: docs/benchmarks.md), feeding the intake; not
-    ready before both have listed."""
+    """One informer per kind, feeding the store through its sink; ready once all have listed."""
     source = watches.Watches(api_client=client, requester=requester)
     made = [
-        ListWatch(watches=source, on_event=handler, namespaces=settings.namespaces, collection=collection,
-                  on_synced=listing.check)
-        for collection, handler in ((SCHEDULED_JOBS, intake.scheduled_job), (JOBS, intake.job))
+        ListWatch(watches=source, sink=sink, collection=collection, namespaces=settings.namespaces,
+                  on_synced=readiness.check, observer=metrics.intake)
+        for collection, sink in sinks
     ]  # fmt: skip
-    listing.wait_for(*made)
+    readiness.wait_for(made)
     return made
+
+
+def _reconciler(
+    settings: Settings,
+    *,
+    store: Store,
+    api: objects.ObjectsApi,
+    leadership: Leadership,
+    recorder: EventRecorder,
+    metrics: Metrics,
+    planner: Planner | None,
+    clock: Callable[[], datetime],
+) -> Reconciler:
+    return Reconciler(
+        store=store,
+        api=api,
+        leadership=leadership,
+        planner=planner or default_planner(),
+        events=recorder,
+        metrics=metrics,
+        clock=clock,
+        crash_after_claim=settings.test_crash_after_claim,
+        budgets=NamespaceBudgets(rate=settings.dispatch.backlog_qps, burst=settings.dispatch.backlog_burst),
+        crash_after_create=settings.test_crash_after_create,
+        prepared_runs=settings.dispatch.prepared_runs,
+    )
+
+
+def _leases(
+    settings: Settings,
+    configuration: Any,
+    metrics: Metrics,
+    in_flight: InFlight,
+    checks: tuple[clocks.ServerClock, Guards],
+) -> tuple[Leadership, leasethread.LeaseThread, asyncio.Queue[LeaseChange]]:
+    """The Leadership, the thread its Leases renew on (with their own API client) and the queue of what it
+    reports."""
+    lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
+    lease_api = leaseparts.lease_api(settings, configuration, metrics, checks[0])
+    leadership = _leadership(settings, lease_api, metrics, in_flight, lease_changes, checks=checks)
+    return leadership, leasethread.LeaseThread(leadership, close=lease_api.close), lease_changes
 
 
 def _fenced(leadership: Leadership, token: str) -> None:
@@ -252,9 +299,11 @@ def _leadership(
     and the Guards (they withdraw the replica from every shard while its loop lags or its clock is off)."""
     server_clock, guards = checks
     shards = range(settings.leases.shards)
-    electors = [_elector(settings, lease_api, settings.leases.name(shard), server_clock.now) for shard in shards]
+    electors = [
+        leaseparts.elector(settings, lease_api, settings.leases.name(shard), server_clock.now) for shard in shards
+    ]
     member_name = member_lease_name(settings.leases.name_prefix, settings.identity)
-    member = _elector(settings, lease_api, member_name, server_clock.now)
+    member = leaseparts.elector(settings, lease_api, member_name, server_clock.now)
     main_loop = asyncio.get_running_loop()  # the lease thread reaches the in-flight counts and the queue here
     sharding = Sharding(
         api=lease_api,
@@ -274,51 +323,8 @@ def _leadership(
     return Leadership(electors, on_change=queued, sharding=sharding)
 
 
-def _lease_api(
-    settings: Settings, configuration: Any, metrics: Metrics, dates: clocks.ServerClock
-) -> leasethread.DeferredLeaseApi:
-    """Lease calls run on a thread of their own (coordination/leasethread.py), with their own API client and
-    token bucket: neither a herd of Job creations nor a busy event loop may delay a renewal. The client is
-    made on first use, on that thread's loop."""
-    shards = settings.leases.shards
-
-    def factory() -> leases.KubeLeaseApi:
-        lease_requester = requests.Requester(
-            bucket=ratelimits.TokenBucket(rate=max(10.0, 4 * shards), burst=20 + 4 * shards), observer=metrics
-        )
-        return leases.KubeLeaseApi(
-            api_client=connections.api_client(configuration),
-            requester=lease_requester,
-            labels={settings.leases.name(i): {names.SHARD_LEASE_LABEL: str(i)} for i in range(shards)},
-            owners=_lease_owners(settings),
-            dates=dates,
-        )
-
-    return leasethread.DeferredLeaseApi(factory)
-
-
-def _lease_owners(settings: Settings) -> dict[str, leases.Owner]:
-    """The shard Leases go with the ServiceAccount, the member Lease with its pod (kube/leases.py, Owner)."""
-    owners = {settings.leases.name(i): leases.Owner.SERVICE_ACCOUNT for i in range(settings.leases.shards)}
-    owners[member_lease_name(settings.leases.name_prefix, settings.identity)] = leases.Owner.POD
-    return owners
-
-
-def _elector(
-    settings: Settings, api: leasethread.DeferredLeaseApi, name: str, wallclock: Callable[[], datetime]
-) -> LeaseElector:
-    return LeaseElector(
-        api=api,
-        namespace=settings.leases.namespace,
-        name=name,
-        identity=settings.identity,
-        timings=settings.leases,
-        wallclock=wallclock,
-    )
-
-
 def _probes(
-    settings: Settings, listing: InitialListing, stopping: asyncio.Event, loop_watchdog: watchdog.LoopWatchdog
+    settings: Settings, readiness: Readiness, stopping: asyncio.Event, loop_watchdog: watchdog.LoopWatchdog
 ) -> probethread.ProbeThread | None:
     """The probe server, on its own thread: ``alive``/``ready`` read one Event flag each and the watchdog's
     last beat (thread-safe reads)."""
@@ -328,7 +334,7 @@ def _probes(
     listening = probes.listening(webhook.addr, webhook.port) if webhook.port else None
     health = probes.health_app(
         alive=lambda: not stopping.is_set(),
-        ready=listing.ready.is_set,
+        ready=readiness.ready.is_set,
         webhook=listening,
         loop_lag=loop_watchdog.lag,
         max_lag=settings.guards.unready_lag,

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime
 
+from sundial.runtime.coordination import clocks
 from sundial.runtime.coordination.clocks import ServerClock
-from sundial.runtime.serving.metrics import GuardMetrics, WithdrawReason
-from sundial.runtime.settings import GuardSettings
+from sundial.runtime.serving.guardmetrics import GuardMetrics, WithdrawReason
+from sundial.runtime.serving.watchdog import LoopWatchdog
+from sundial.runtime.settings import GuardSettings, Settings
 
 
 class Guards:
@@ -59,3 +62,16 @@ class Guards:
             for reason, on in found.items():
                 self._metrics.withdrawn.labels(reason=reason).set(1 if on else 0)
         return next((reason for reason, on in found.items() if on), None)
+
+
+def self_checks(
+    settings: Settings, metrics: GuardMetrics
+) -> tuple[Callable[[], datetime], tuple[ServerClock, Guards], LoopWatchdog]:
+    """The replica's checks on itself (DESIGN §12.2): its wall clock (moved only by the test hook
+    ``SUNDIAL_TEST_CLOCK_OFFSET``), that clock against the API server's, the loop's watchdog, and the guards
+    that withdraw the replica from its shards when either is off."""
+    wall = clocks.shifted(settings.test_clock_offset)
+    server_clock = ServerClock(max_skew=settings.guards.max_clock_skew, wallclock=wall, metrics=metrics)
+    loop_watchdog = LoopWatchdog(metrics=metrics)
+    guards = Guards(settings=settings.guards, lag=loop_watchdog.lag, clock=server_clock, metrics=metrics)
+    return wall, (server_clock, guards), loop_watchdog

@@ -15,11 +15,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 import sundial
 from sundial.model.status import StatusCounter
+from sundial.runtime.serving.guardmetrics import GuardMetrics, WithdrawReason
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
 HANDOFF_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120)
 API_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
-LATENESS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
 class EventResult(StrEnum):
@@ -267,75 +267,6 @@ class FencingMetrics:
         return made
 
 
-class WithdrawReason(StrEnum):
-    """Why the lease thread withdrew this replica from its shards (DESIGN §12.2)."""
-
-    LOOP_LAG = "loop_lag"
-    """The planning loop was behind its watchdog by more than ``--watchdog-withdraw-lag``."""
-    CLOCK_SKEW = "clock_skew"
-    """This replica's clock differs from the API server's by more than ``--max-clock-skew``."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class GuardMetrics:
-    """The replica's checks on itself (DESIGN §12.2): its loop's lag, its clock, its withdrawals."""
-
-    loop_lag: Gauge
-    """``sundial_loop_lag_seconds``: how far the planning loop is behind its watchdog, computed when scraped
-    (:class:`sundial.runtime.serving.watchdog.LoopWatchdog` sets its function)."""
-
-    loop_lateness: Histogram
-    """``sundial_loop_lateness_seconds``: how much later than asked the loop ran each watchdog beat."""
-
-    clock_offset: Gauge
-    """``sundial_clock_offset_seconds``: this replica's clock minus the API server's (its ``Date`` header)."""
-
-    withdrawn: Gauge
-    """``sundial_withdrawn`` by ``reason`` (:class:`WithdrawReason`): 1 while that reason keeps the replica
-    away from every shard."""
-
-    withdrawals: Counter
-    """``sundial_withdrawals`` by ``reason``: times the replica gave up its shards on its own."""
-
-    @classmethod
-    def create(cls, r: CollectorRegistry) -> GuardMetrics:
-        made = cls(
-            loop_lag=Gauge(
-                "sundial_loop_lag_seconds",
-                "How far the planning loop is behind its watchdog's beat right now (computed when scraped).",
-                registry=r,
-            ),
-            loop_lateness=Histogram(
-                "sundial_loop_lateness_seconds",
-                "How much later than asked the planning loop ran each watchdog beat.",
-                buckets=LATENESS_BUCKETS,
-                registry=r,
-            ),
-            clock_offset=Gauge(
-                "sundial_clock_offset_seconds",
-                "This replica's clock minus the API server's (estimated from its Date header at each Lease LIST).",
-                registry=r,
-            ),
-            withdrawn=Gauge(
-                "sundial_withdrawn",
-                "1 while the reason keeps this replica from holding any shard (it released them and left the "
-                "member set): a planning loop behind its watchdog, or a clock away from the API server's.",
-                ["reason"],
-                registry=r,
-            ),
-            withdrawals=Counter(
-                "sundial_withdrawals",
-                "Times this replica released its shards on its own (by reason).",
-                ["reason"],
-                registry=r,
-            ),
-        )
-        for reason in WithdrawReason:
-            made.withdrawn.labels(reason=reason).set(0)
-            made.withdrawals.labels(reason=reason)
-        return made
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ApiMetrics:
     """The operator's own Kubernetes API requests (every client: main loop, Events, Leases)."""
@@ -361,6 +292,70 @@ class ApiMetrics:
                 registry=r,
             ),
         )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IntakeMetrics:
+    """The informers and the quarantine (:mod:`sundial.runtime.watch`, DESIGN §12.1)."""
+
+    quarantined_total: Counter
+    """``sundial_intake_quarantined_total`` by ``kind`` and ``reason``: objects (versions) that could not be read."""
+
+    quarantined: Gauge
+    """``sundial_intake_quarantined_objects`` by ``kind``: objects in quarantine now."""
+
+    relists: Counter
+    """``sundial_informer_relists_total`` by ``kind`` and ``reason``: listings after the first (410, a line that
+    could not be decoded or was too long, an unexpected error)."""
+
+    failures: Counter
+    """``sundial_informer_failures_total`` by ``kind`` and ``reason``: failed LIST or WATCH requests and
+    unexpected errors of an informer (each followed by a pause and a retry)."""
+
+    @classmethod
+    def create(cls, r: CollectorRegistry) -> IntakeMetrics:
+        return cls(
+            quarantined_total=Counter(
+                "sundial_intake_quarantined",
+                "Object versions the intake could not read and quarantined (kept as a stub; a ScheduledJob reports "
+                "Ready=False, reason Quarantined), by kind and reason.",
+                ["kind", "reason"],
+                registry=r,
+            ),
+            quarantined=Gauge(
+                "sundial_intake_quarantined_objects",
+                "Objects in quarantine now, by kind.",
+                ["kind"],
+                registry=r,
+            ),
+            relists=Counter(
+                "sundial_informer_relists",
+                "Listings of an informer after its first (the watch could not go on), by kind and reason.",
+                ["kind", "reason"],
+                registry=r,
+            ),
+            failures=Counter(
+                "sundial_informer_failures",
+                "Failed LIST or WATCH requests and unexpected errors of an informer, by kind and reason.",
+                ["kind", "reason"],
+                registry=r,
+            ),
+        )
+
+    def relisted(self, plural: str, reason: str) -> None:
+        self.relists.labels(kind=plural, reason=reason).inc()
+
+    def failed(self, plural: str, reason: str) -> None:
+        self.failures.labels(kind=plural, reason=reason).inc()
+
+    def count_quarantined(self, kind: str, reason: str) -> None:
+        self.quarantined_total.labels(kind=kind, reason=reason).inc()
+
+    def set_quarantined(self, kind: str, count: int) -> None:
+        self.quarantined.labels(kind=kind).set(count)
+
+
+__all__ = ["GuardMetrics", "Metrics", "WithdrawReason"]
 
 
 class Metrics:
@@ -393,6 +388,8 @@ class Metrics:
         """API requests."""
         self.guards = GuardMetrics.create(r)
         """The replica's checks on itself: loop lag, clock offset, withdrawals."""
+        self.intake = IntakeMetrics.create(r)
+        """Informers and quarantine."""
 
     def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
         self.api.requests.labels(verb=verb, resource=resource, code=code).inc()
