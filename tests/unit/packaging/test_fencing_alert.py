@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.unit.packaging.test_alert_rules import (
     CONFIG,
     RULE_TESTS,
