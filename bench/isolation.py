@@ -7,7 +7,7 @@ A unit-level benchmark (no cluster): the real model and planner, one steady pass
 
 * ``uncached_pass_ms``: the spec parsed and its schedule/exclusions compiled in every pass (before the cache);
 * ``pass_ms``: through the runtime's :class:`sundial.runtime.acting.compiled.CompiledSpecs`, as the operator
-  plans (parsed and compiled once per generation and calendar resourceVersions).
+  plans (parsed and compiled once per generation and calendar spec digests).
 
 "maximal" is the largest spec the CRD admits: 100 exclude entries, 1,000 dates in all and the other 98
 entries cron masks; "calendars" adds 16 maximal ScheduleCalendars in ``calendarRefs``. The result is merged

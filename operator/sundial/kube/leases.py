@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import email.utils
 import enum
 import logging
 import time
@@ -101,6 +102,27 @@ class LeaseApi(Protocol):
     async def replace(self, *, namespace: str, name: str, record: LeaseRecord) -> LeaseRecord | results.Conflict: ...
 
 
+class ServerDates(Protocol):
+    """Told the API server's ``Date`` header of each Lease LIST
+    (:class:`sundial.runtime.coordination.clocks.ServerClock`)."""
+
+    def wallclock(self) -> datetime: ...
+
+    def observe(self, *, sent: datetime, received: datetime, date: datetime) -> None: ...
+
+
+def header_date(headers: Mapping[str, str] | None) -> datetime | None:
+    """The ``Date`` header of an answer as an aware UTC datetime; None when absent or unreadable."""
+    raw = (headers or {}).get("Date") or (headers or {}).get("date")
+    if not raw:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return parsed.astimezone(UTC) if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
 class LeaseListApi(LeaseApi, Protocol):
     """Also list the namespace's Leases and delete one (member discovery and clean-up, issue 8)."""
 
@@ -167,6 +189,7 @@ class KubeLeaseApi:
     ``sundial.dev/shard-lease: "<i>"``, by which the server-side fencing policy's binding finds them).
     ``owners``: the :class:`Owner` of some Leases by name, written as their ownerReference on every create and
     replace once a SelfSubjectReview told who this replica is (until then a replace keeps what the Lease had).
+    ``dates``: told the ``Date`` header of every LIST answer (the clock check).
     """
 
     def __init__(
@@ -177,7 +200,9 @@ class KubeLeaseApi:
         labels: Mapping[str, Mapping[str, str]] | None = None,
         owners: Mapping[str, Owner] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        dates: ServerDates | None = None,
     ) -> None:
+        self._dates = dates
         self._client = api_client
         self._api: Any = client.CoordinationV1Api(api_client)
         self._core: Any = client.CoreV1Api(api_client)
@@ -277,12 +302,18 @@ class KubeLeaseApi:
         return self._record(replaced)
 
     async def list(self, *, namespace: str) -> dict[str, LeaseRecord]:
-        """Every Lease of the namespace by name (one consistent read)."""
-        listing = await self._req.call(
+        """Every Lease of the namespace by name (one consistent read); its ``Date`` header goes to ``dates``."""
+        sent = self._dates.wallclock() if self._dates is not None else None
+        listing, _, headers = await self._req.call(
             verb="list",
             resource="leases",
-            request=lambda: self._api.list_namespaced_lease(namespace, _request_timeout=requests.REQUEST_TIMEOUT),
+            request=lambda: self._api.list_namespaced_lease_with_http_info(
+                namespace, _request_timeout=requests.REQUEST_TIMEOUT
+            ),
         )
+        date = header_date(headers)
+        if self._dates is not None and sent is not None and date is not None:
+            self._dates.observe(sent=sent, received=self._dates.wallclock(), date=date)
         body = self._client.sanitize_for_serialization(listing)
         found: dict[str, LeaseRecord] = {}
         for item in body.get("items") or []:

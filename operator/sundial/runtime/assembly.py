@@ -20,18 +20,19 @@ from typing import Any
 
 from aiohttp import web
 
-from sundial.kube import connections, errors, leases, objects, ratelimits, requests, watches
+from sundial.kube import connections, errors, objects, ratelimits, requests, watches
 from sundial.model import names
 from sundial.runtime.acting import sender
 from sundial.runtime.acting.budgets import NamespaceBudgets
 from sundial.runtime.acting.reconciler import Planner, Reconciler
 from sundial.runtime.acting.sender import EventRecorder
-from sundial.runtime.coordination import leasethread
-from sundial.runtime.coordination.electors import LeaseElector
+from sundial.runtime.coordination import clocks, leaseparts, leasethread
+from sundial.runtime.coordination.guards import Guards, self_checks
 from sundial.runtime.coordination.inflight import InFlight
-from sundial.runtime.coordination.leadership import Leadership, Sharding, member_lease_name
+from sundial.runtime.coordination.leadership import Leadership, Sharding
+from sundial.runtime.coordination.members import member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import access, admission, certrotators, frame, metricstls, probes, probethread
+from sundial.runtime.serving import access, admission, certrotators, frame, metricstls, probes, probethread, watchdog
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import intake, kinds
@@ -84,6 +85,8 @@ class Parts:
     """Set once to stop: by a signal, a failed part, or kopf's end."""
     apps: Sequence[tuple[web.Application, int, ssl.SSLContext | None]]
     """The HTTP endpoints to serve on the main loop (``/metrics``), with their ports (port 0: not here)."""
+    watchdog: watchdog.LoopWatchdog
+    """Beats on the main loop; its lag fails readiness and withdraws the replica from its shards (DESIGN §12.2)."""
     probes: probethread.ProbeThread | None = None
     """``/healthz`` and ``/readyz`` on their own thread (``--health-port`` 0: None)."""
     webhook: probethread.ProbeThread | None = None
@@ -113,6 +116,7 @@ async def build(
     configuration = await connections.load_configuration(settings.api.kubeconfig)
     client = connections.api_client(configuration)
     metrics = Metrics(created_series=settings.probes.metrics_created_series)
+    wall, checks, loop_watchdog = self_checks(settings, metrics.guards)
     bucket = ratelimits.TokenBucket(rate=settings.api.qps, burst=settings.api.burst)
     requester = requests.Requester(bucket=bucket, observer=metrics)
     api = objects.ObjectsApi(api_client=client, requester=requester)
@@ -121,10 +125,7 @@ async def build(
     readiness = Readiness()
     quarantine = Quarantine(on_quarantine=metrics.intake.count_quarantined, on_size=metrics.intake.set_quarantined)
     in_flight = InFlight()
-    lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
-    lease_api = _lease_api(settings, configuration, metrics)
-    leadership = _leadership(settings, lease_api, metrics, in_flight, lease_changes)
-    lease_thread = leasethread.LeaseThread(leadership, close=lease_api.close)
+    leadership, lease_thread, lease_changes = _leases(settings, configuration, metrics, in_flight, checks)
     # Events too (--event-qps/--event-burst), sent in the background: they never delay a claim or a Job.
     recorder = EventRecorder(
         api=sender.events_api(api_client=client, settings=settings.events, metrics=metrics),
@@ -134,9 +135,16 @@ async def build(
         on_fenced=functools.partial(_fenced, leadership),
     )
     reconciler = _reconciler(
-        settings, store=store, api=api, leadership=leadership, recorder=recorder, metrics=metrics, planner=planner
+        settings,
+        store=store,
+        api=api,
+        leadership=leadership,
+        recorder=recorder,
+        metrics=metrics,
+        planner=planner,
+        clock=wall,
     )
-    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store, warm=api.warm)
+    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store, warm=api.warm, clock=wall)
     logged_in = asyncio.Event()
     registry = frame.registry(configuration=configuration, on_login=logged_in.set)
     kopf_settings = frame.operator_settings()
@@ -170,7 +178,8 @@ async def build(
         logged_in=logged_in,
         stopping=stopping,
         apps=_apps(settings, metrics, client=client),
-        probes=_probes(settings, readiness, stopping),
+        watchdog=loop_watchdog,
+        probes=_probes(settings, readiness, stopping, loop_watchdog),
         rotator=rotator,
         # The validating webhooks, if --webhook-port, on their own thread; with CERTIFICATE the managed one.
         webhook=admission.server(settings.webhook, tls=rotator.tls if rotator else None, now=utcnow()),
@@ -218,6 +227,7 @@ def _reconciler(
     recorder: EventRecorder,
     metrics: Metrics,
     planner: Planner | None,
+    clock: Callable[[], datetime],
 ) -> Reconciler:
     return Reconciler(
         store=store,
@@ -226,12 +236,27 @@ def _reconciler(
         planner=planner or default_planner(),
         events=recorder,
         metrics=metrics,
-        clock=utcnow,
+        clock=clock,
         crash_after_claim=settings.test_crash_after_claim,
         budgets=NamespaceBudgets(rate=settings.dispatch.backlog_qps, burst=settings.dispatch.backlog_burst),
         crash_after_create=settings.test_crash_after_create,
         prepared_runs=settings.dispatch.prepared_runs,
     )
+
+
+def _leases(
+    settings: Settings,
+    configuration: Any,
+    metrics: Metrics,
+    in_flight: InFlight,
+    checks: tuple[clocks.ServerClock, Guards],
+) -> tuple[Leadership, leasethread.LeaseThread, asyncio.Queue[LeaseChange]]:
+    """The Leadership, the thread its Leases renew on (with their own API client) and the queue of what it
+    reports."""
+    lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
+    lease_api = leaseparts.lease_api(settings, configuration, metrics, checks[0])
+    leadership = _leadership(settings, lease_api, metrics, in_flight, lease_changes, checks=checks)
+    return leadership, leasethread.LeaseThread(leadership, close=lease_api.close), lease_changes
 
 
 def _fenced(leadership: Leadership, token: str) -> None:
@@ -247,13 +272,14 @@ def _dispatcher(
     store: Store,
     *,
     warm: Callable[[int], Awaitable[None]],
+    clock: Callable[[], datetime] = utcnow,
 ) -> Dispatcher:
     """The one dispatch loop: passes counted in flight, due keys ordered by the priorities the store keeps, the
     status writes the reconciler owes in the low-priority lane, connections warmed before a crowded instant."""
     return Dispatcher(
         reconcile=functools.partial(reconcile_tracked, reconciler, in_flight),
         max_concurrency=settings.dispatch.max_concurrency,
-        clock=utcnow,
+        clock=clock,
         on_index_size=metrics.passes.due_index_size.set,
         priority_of=store.priority,
         owes_write=reconciler.owes_write,
@@ -267,11 +293,19 @@ def _leadership(
     metrics: Metrics,
     in_flight: InFlight,
     lease_changes: asyncio.Queue[LeaseChange],
+    *,
+    checks: tuple[clocks.ServerClock, Guards],
 ) -> Leadership:
     """The shard electors and the member Lease; changes go into LEASE_CHANGES (see
-    :func:`sundial.runtime.process.follow_leases`)."""
-    electors = [_elector(settings, lease_api, settings.leases.name(shard)) for shard in range(settings.leases.shards)]
-    member = _elector(settings, lease_api, member_lease_name(settings.leases.name_prefix, settings.identity))
+    :func:`sundial.runtime.process.follow_leases`). CHECKS: the ServerClock (Lease times are the API server's)
+    and the Guards (they withdraw the replica from every shard while its loop lags or its clock is off)."""
+    server_clock, guards = checks
+    shards = range(settings.leases.shards)
+    electors = [
+        leaseparts.elector(settings, lease_api, settings.leases.name(shard), server_clock.now) for shard in shards
+    ]
+    member_name = member_lease_name(settings.leases.name_prefix, settings.identity)
+    member = leaseparts.elector(settings, lease_api, member_name, server_clock.now)
     main_loop = asyncio.get_running_loop()  # the lease thread reaches the in-flight counts and the queue here
     sharding = Sharding(
         api=lease_api,
@@ -283,55 +317,30 @@ def _leadership(
         metrics=metrics,
         fencing=lease_api,
         fencing_policy=settings.leases.fencing_policy,
+        fencing_probe_period=settings.leases.fencing_probe_period,
+        wallclock=server_clock.now,
+        guard=guards.reason,
     )
     queued = leasethread.to_loop(main_loop, lambda shard, held: lease_changes.put_nowait((shard, held)))
     return Leadership(electors, on_change=queued, sharding=sharding)
 
 
-def _lease_api(settings: Settings, configuration: Any, metrics: Metrics) -> leasethread.DeferredLeaseApi:
-    """Lease calls run on a thread of their own (coordination/leasethread.py), with their own API client and
-    token bucket: neither a herd of Job creations nor a busy event loop may delay a renewal. The client is
-    made on first use, on that thread's loop."""
-    shards = settings.leases.shards
-
-    def factory() -> leases.KubeLeaseApi:
-        lease_requester = requests.Requester(
-            bucket=ratelimits.TokenBucket(rate=max(10.0, 4 * shards), burst=20 + 4 * shards), observer=metrics
-        )
-        return leases.KubeLeaseApi(
-            api_client=connections.api_client(configuration),
-            requester=lease_requester,
-            labels={settings.leases.name(i): {names.SHARD_LEASE_LABEL: str(i)} for i in range(shards)},
-            owners=_lease_owners(settings),
-        )
-
-    return leasethread.DeferredLeaseApi(factory)
-
-
-def _lease_owners(settings: Settings) -> dict[str, leases.Owner]:
-    """The shard Leases go with the ServiceAccount, the member Lease with its pod (kube/leases.py, Owner)."""
-    owners = {settings.leases.name(i): leases.Owner.SERVICE_ACCOUNT for i in range(settings.leases.shards)}
-    owners[member_lease_name(settings.leases.name_prefix, settings.identity)] = leases.Owner.POD
-    return owners
-
-
-def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -> LeaseElector:
-    return LeaseElector(
-        api=api,
-        namespace=settings.leases.namespace,
-        name=name,
-        identity=settings.identity,
-        timings=settings.leases,
-    )
-
-
-def _probes(settings: Settings, readiness: Readiness, stopping: asyncio.Event) -> probethread.ProbeThread | None:
-    """The probe server, on its own thread: ``alive``/``ready`` read one Event flag each (thread-safe reads)."""
+def _probes(
+    settings: Settings, readiness: Readiness, stopping: asyncio.Event, loop_watchdog: watchdog.LoopWatchdog
+) -> probethread.ProbeThread | None:
+    """The probe server, on its own thread: ``alive``/``ready`` read one Event flag each and the watchdog's
+    last beat (thread-safe reads)."""
     if not settings.probes.health_port:
         return None
     webhook = settings.webhook
     listening = probes.listening(webhook.addr, webhook.port) if webhook.port else None
-    health = probes.health_app(alive=lambda: not stopping.is_set(), ready=readiness.ready.is_set, webhook=listening)
+    health = probes.health_app(
+        alive=lambda: not stopping.is_set(),
+        ready=readiness.ready.is_set,
+        webhook=listening,
+        loop_lag=loop_watchdog.lag,
+        max_lag=settings.guards.unready_lag,
+    )
     return probethread.ProbeThread(health, port=settings.probes.health_port)
 
 

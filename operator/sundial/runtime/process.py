@@ -18,7 +18,7 @@ from aiohttp import web
 from sundial.runtime.acting import sender
 from sundial.runtime.acting.reconciler import Planner
 from sundial.runtime.assembly import Parts, build
-from sundial.runtime.serving import certrotators, heap, probes
+from sundial.runtime.serving import certrotators, heap, probes, watchdog
 from sundial.runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,10 @@ async def run(parts: Parts) -> int:
         asyncio.create_task(_dispatch_when_ready(parts), name="dispatcher"),
         asyncio.create_task(_take_over_signals(parts), name="signals"),
         asyncio.create_task(heap.trim_periodically(parts.stopping), name="heap trim"),
+        asyncio.create_task(parts.watchdog.run(parts.stopping), name="watchdog"),
     ]
+    if settings.test_block_loop:  # TEST ONLY (SUNDIAL_TEST_BLOCK_LOOP): SIGUSR1 wedges this loop
+        watchdog.block_on_signal(settings.test_block_loop)
     if parts.rotator is not None:
         tasks.append(asyncio.create_task(parts.rotator.run(parts.stopping), name="webhook certificate"))
     # Not cancelled at shutdown like the others: it flushes pending Events (bounded) once STOPPING is set.

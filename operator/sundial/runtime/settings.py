@@ -3,8 +3,8 @@ composed into one :class:`Settings`, built by the CLI from its arguments (``sund
 
 Each group checks its own fields when it is made and names the CLI flag of a bad value. The only environment
 variables read (once, at startup, by the CLI) are the test-only fault-injection hooks
-``SUNDIAL_TEST_CRASH_AFTER_CLAIM`` and ``SUNDIAL_TEST_CRASH_AFTER_CREATE`` (see
-:attr:`Settings.test_crash_after_claim`, :attr:`Settings.test_crash_after_create`).
+``SUNDIAL_TEST_CRASH_AFTER_CLAIM``, ``SUNDIAL_TEST_CRASH_AFTER_CREATE``, ``SUNDIAL_TEST_BLOCK_LOOP`` and
+``SUNDIAL_TEST_CLOCK_OFFSET`` (see :attr:`Settings.test_crash_after_claim` and the three after it).
 """
 
 from __future__ import annotations
@@ -74,11 +74,17 @@ class LeaseSettings:
     """Name of the server-side fencing ValidatingAdmissionPolicy (and its binding): only its denials are
     "the shard moved on", and each acquire proves it is enforced (docs/fencing.md). Empty: none installed."""
 
+    fencing_probe_period: float = 60.0
+    """Seconds between two enforcement probes of a shard held all along (besides the probe at each acquire):
+    a policy or binding deleted later sets ``sundial_fencing_enforced`` to 0 within this period."""
+
     def __post_init__(self) -> None:
         if not 0 < self.retry_period < self.renew_deadline < self.duration:
             raise ValueError("need 0 < --retry-period < --renew-deadline < --lease-duration")
         if self.shards < 1:
             raise ValueError("--shards must be at least 1")
+        if not (math.isfinite(self.fencing_probe_period) and self.fencing_probe_period > 0):
+            raise ValueError(f"--fencing-probe-period must be a number greater than 0, got {self.fencing_probe_period}")
 
     def name(self, shard: int) -> str:
         """The name of shard ``shard``'s Lease."""
@@ -216,6 +222,37 @@ class ProbeSettings:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class GuardSettings:
+    """The replica's checks on itself (DESIGN §12.2): the planning loop's watchdog and the clock check
+    (:mod:`sundial.runtime.serving.watchdog`, :mod:`sundial.runtime.coordination.clocks`)."""
+
+    unready_lag: float = 5.0
+    """Seconds the planning loop may be behind its watchdog before ``/readyz`` fails."""
+
+    withdraw_lag: float = 10.0
+    """Seconds the planning loop may be behind its watchdog before the replica stops acting, releases its shard
+    Leases and leaves the member set, so a standby takes the shards over; it joins again once the lag is back
+    under :attr:`unready_lag`."""
+
+    max_clock_skew: float = 5.0
+    """Seconds this replica's clock may differ from the API server's (its ``Date`` header, 1 s resolution, so at
+    least 1): beyond it the replica holds no shard (plans nothing) until the clocks agree again."""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.unready_lag) and self.unready_lag > 0):
+            raise ValueError(f"--watchdog-unready-lag must be a number greater than 0, got {self.unready_lag}")
+        if not (math.isfinite(self.withdraw_lag) and self.withdraw_lag > self.unready_lag):
+            raise ValueError(
+                f"--watchdog-withdraw-lag must be greater than --watchdog-unready-lag ({self.unready_lag}), "
+                f"got {self.withdraw_lag}"
+            )
+        if not (math.isfinite(self.max_clock_skew) and self.max_clock_skew >= 1):
+            raise ValueError(
+                f"--max-clock-skew must be at least 1 second (the Date header's resolution), got {self.max_clock_skew}"
+            )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class LoggingSettings:
     """The operator's own log lines (:mod:`sundial.runtime.serving.logs`)."""
 
@@ -258,6 +295,9 @@ class Settings:
     logging: LoggingSettings = LoggingSettings()
     """Log lines."""
 
+    guards: GuardSettings = GuardSettings()
+    """The watchdog and the clock check."""
+
     test_crash_after_claim: int = 0
     """TEST ONLY (fault injection, never set in production): when > 0, the process exits with
     ``os._exit(137)`` right after its n-th claim that precedes a Job create - a successful claim write, or a
@@ -270,6 +310,16 @@ class Settings:
     ``os._exit(137)`` right after the n-th Job it created under a reservation at its instant, before the
     deferred status write that records it (DESIGN §7.5). Read from ``SUNDIAL_TEST_CRASH_AFTER_CREATE``."""
 
+    test_block_loop: float = 0.0
+    """TEST ONLY (fault injection, never set in production): when > 0, SIGUSR1 blocks the main event loop for
+    that many seconds (a wedged planning loop, for the watchdog's test). Read from ``SUNDIAL_TEST_BLOCK_LOOP``;
+    0 (the default) installs no handler."""
+
+    test_clock_offset: float = 0.0
+    """TEST ONLY (fault injection, never set in production): seconds added to every wall-clock reading of the
+    replica (planning, Lease times): a replica whose clock is wrong, for the clock check's test. Read from
+    ``SUNDIAL_TEST_CLOCK_OFFSET``; 0 (the default) changes nothing."""
+
     def __post_init__(self) -> None:
         if not self.identity:
             raise ValueError("identity must not be empty")
@@ -277,3 +327,9 @@ class Settings:
             raise ValueError("SUNDIAL_TEST_CRASH_AFTER_CLAIM must not be negative")
         if self.test_crash_after_create < 0:
             raise ValueError("SUNDIAL_TEST_CRASH_AFTER_CREATE must not be negative")
+        if not (math.isfinite(self.test_block_loop) and self.test_block_loop >= 0):
+            raise ValueError(f"SUNDIAL_TEST_BLOCK_LOOP must be a number of seconds >= 0, got {self.test_block_loop}")
+        if not math.isfinite(self.test_clock_offset):
+            raise ValueError(
+                f"SUNDIAL_TEST_CLOCK_OFFSET must be a finite number of seconds, got {self.test_clock_offset}"
+            )

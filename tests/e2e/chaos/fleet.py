@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ class Replica:
     starts: int = 0
     metrics_port: int = 0
     """Of the current process (``/metrics`` on 127.0.0.1)."""
+    health_port: int = 0
+    """Of the current process (``/healthz``, ``/readyz`` on 127.0.0.1)."""
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -55,7 +58,7 @@ class Replica:
     def start(self) -> None:
         if self.alive():
             return
-        self.metrics_port = free_port()
+        self.metrics_port, self.health_port = free_port(), free_port()
         command = [
             sys.executable, "-m", "sundial", "run",
             "--kubeconfig", str(self.kubeconfig),
@@ -63,7 +66,7 @@ class Replica:
             "--lease-name-prefix", self.lease_prefix,
             "--identity", self.identity,
             "--metrics-port", str(self.metrics_port),
-            "--health-port", str(free_port()),
+            "--health-port", str(self.health_port),
             "--log-format", "json",
             *self.lease_args,
             *self.extra_args,
@@ -111,6 +114,16 @@ class Replica:
                 return str(response.read().decode())
         except OSError:
             return ""
+
+    def probe(self, path: str) -> int:
+        """HTTP status of GET PATH (``/readyz``, ``/healthz``) on the health port; 0 when nothing answers."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}{path}", timeout=2) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as error:
+            return int(error.code)
+        except OSError:
+            return 0
 
     def exit_code(self) -> int | None:
         return None if self.process is None else self.process.poll()

@@ -247,3 +247,35 @@ async def test_a_failed_review_keeps_the_owners_the_lease_had_and_is_tried_again
     clock[0] += 1
     await api.replace(namespace="sundial-system", name="sundial-shard-0", record=held)
     assert _sent_owners(fake) == [[other], [other], [SA_REF]] and auth.calls == 2
+
+
+class _Dates:
+    def __init__(self) -> None:
+        self.seen: list[tuple[datetime, datetime, datetime]] = []
+        self.now = datetime(2026, 3, 1, 13, 0, 0, tzinfo=UTC)
+
+    def wallclock(self) -> datetime:
+        return self.now
+
+    def observe(self, *, sent: datetime, received: datetime, date: datetime) -> None:
+        self.seen.append((sent, received, date))
+
+
+async def test_a_list_tells_the_servers_date_header_to_the_clock_check() -> None:
+    dates = _Dates()
+    requester = requests.Requester(bucket=ratelimits.TokenBucket(rate=1000.0, burst=1000))
+    api = leases.KubeLeaseApi(api_client=_Client(), requester=requester, dates=dates)
+
+    class _Listing:
+        async def list_namespaced_lease_with_http_info(self, namespace: str, **_: Any) -> Any:
+            return {"items": []}, 200, {"Date": "Sun, 01 Mar 2026 12:00:00 GMT"}
+
+    api._api = _Listing()
+    assert await api.list(namespace="ns") == {}
+    assert dates.seen == [(dates.now, dates.now, datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC))]
+
+
+def test_an_unreadable_date_header_is_none() -> None:
+    assert leases.header_date({"Date": "yesterday"}) is None
+    assert leases.header_date({}) is None
+    assert leases.header_date({"date": "Sun, 01 Mar 2026 12:00:00 GMT"}) == datetime(2026, 3, 1, 12, tzinfo=UTC)

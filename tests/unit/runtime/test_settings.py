@@ -14,6 +14,7 @@ from sundial.runtime.settings import (
     ApiSettings,
     DispatchSettings,
     EventSettings,
+    GuardSettings,
     LeaseSettings,
     Settings,
     WebhookSettings,
@@ -35,6 +36,7 @@ def test_every_group_is_frozen_and_part_of_the_settings() -> None:
         "DispatchSettings",
         "ProbeSettings",
         "LoggingSettings",
+        "GuardSettings",
         "Settings",
     }
     for cls in GROUPS:
@@ -84,6 +86,12 @@ def test_every_field_has_a_docstring_right_under_it() -> None:
         (Settings, {"identity": ""}, "identity"),
         (Settings, {"identity": "me", "test_crash_after_claim": -1}, "SUNDIAL_TEST_CRASH_AFTER_CLAIM"),
         (Settings, {"identity": "me", "test_crash_after_create": -1}, "SUNDIAL_TEST_CRASH_AFTER_CREATE"),
+        (Settings, {"identity": "me", "test_block_loop": -1.0}, "SUNDIAL_TEST_BLOCK_LOOP"),
+        (Settings, {"identity": "me", "test_clock_offset": float("nan")}, "SUNDIAL_TEST_CLOCK_OFFSET"),
+        (LeaseSettings, {"fencing_probe_period": 0}, "--fencing-probe-period"),
+        (GuardSettings, {"unready_lag": 0}, "--watchdog-unready-lag"),
+        (GuardSettings, {"unready_lag": 5, "withdraw_lag": 5}, "--watchdog-withdraw-lag"),
+        (GuardSettings, {"max_clock_skew": 0.5}, "--max-clock-skew"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_flag(group: Any, values: dict[str, Any], flag: str) -> None:

@@ -19,6 +19,7 @@ from sundial.runtime.settings import LogFormat, Settings
 _API, _LEASES, _EVENTS = groups.ApiSettings(), groups.LeaseSettings(), groups.EventSettings()
 _WEBHOOK, _DISPATCH = groups.WebhookSettings(), groups.DispatchSettings()
 _PROBES, _LOGGING = groups.ProbeSettings(), groups.LoggingSettings()
+_GUARDS = groups.GuardSettings()
 
 
 def register(subparsers: Any) -> None:
@@ -74,6 +75,7 @@ def register(subparsers: Any) -> None:
     )
     _add_dispatch_flags(parser)
     _add_probe_flags(parser)
+    _add_guard_flags(parser)
     add("--webhook-port", type=int, default=_WEBHOOK.port, help="admission webhook HTTPS port (0: off)")
     add("--webhook-addr", default=_WEBHOOK.addr, help="admission webhook listen address")
     add("--webhook-host", default=_WEBHOOK.host, help="host/IP the API server reaches the webhook at")
@@ -120,6 +122,40 @@ def _add_dispatch_flags(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=_DISPATCH.backlog_burst,
         help="catch-up and backfill runs one namespace may start at once after a quiet period",
+    )
+
+
+def _add_guard_flags(parser: argparse.ArgumentParser) -> None:
+    """The replica's checks on itself (DESIGN §12.2)."""
+    add = parser.add_argument
+    add(
+        "--fencing-probe-period",
+        type=float,
+        default=_LEASES.fencing_probe_period,
+        metavar="SECONDS",
+        help="seconds between two enforcement probes of a shard held all along (besides the one at each acquire)",
+    )
+    add(
+        "--watchdog-unready-lag",
+        type=float,
+        default=_GUARDS.unready_lag,
+        metavar="SECONDS",
+        help="/readyz fails while the planning loop is this far behind its watchdog",
+    )
+    add(
+        "--watchdog-withdraw-lag",
+        type=float,
+        default=_GUARDS.withdraw_lag,
+        metavar="SECONDS",
+        help="past this loop lag the replica releases its shard Leases and leaves the member set (a standby takes "
+        "over); it joins again once the lag is under --watchdog-unready-lag",
+    )
+    add(
+        "--max-clock-skew",
+        type=float,
+        default=_GUARDS.max_clock_skew,
+        metavar="SECONDS",
+        help="hold no shard (plan nothing) while this replica's clock differs from the API server's by more",
     )
 
 
@@ -206,6 +242,10 @@ def _lease_namespace(explicit: str | None) -> str:
 CRASH_AFTER_CLAIM_ENV = "SUNDIAL_TEST_CRASH_AFTER_CLAIM"
 #: TEST ONLY: fault injection for the chaos tests (see :attr:`Settings.test_crash_after_create`).
 CRASH_AFTER_CREATE_ENV = "SUNDIAL_TEST_CRASH_AFTER_CREATE"
+#: TEST ONLY: the watchdog's test (see :attr:`Settings.test_block_loop`).
+BLOCK_LOOP_ENV = "SUNDIAL_TEST_BLOCK_LOOP"
+#: TEST ONLY: the clock check's test (see :attr:`Settings.test_clock_offset`).
+CLOCK_OFFSET_ENV = "SUNDIAL_TEST_CLOCK_OFFSET"
 
 
 def _crash_hook(environ: Mapping[str, str], name: str) -> int:
@@ -216,6 +256,16 @@ def _crash_hook(environ: Mapping[str, str], name: str) -> int:
         return int(raw)
     except ValueError:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def _seconds_hook(environ: Mapping[str, str], name: str) -> float:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
 
 
 def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
@@ -237,6 +287,7 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             retry_period=args.retry_period,
             shards=args.shards,
             fencing_policy=args.fencing_policy,
+            fencing_probe_period=args.fencing_probe_period,
         ),
         events=groups.EventSettings(
             qps=args.event_qps, burst=args.event_burst, series_interval=args.event_series_interval
@@ -266,7 +317,14 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
         ),
         logging=groups.LoggingSettings(format=LogFormat(args.log_format), level=args.log_level),
         test_crash_after_claim=_crash_hook(env, CRASH_AFTER_CLAIM_ENV),
+        guards=groups.GuardSettings(
+            unready_lag=args.watchdog_unready_lag,
+            withdraw_lag=args.watchdog_withdraw_lag,
+            max_clock_skew=args.max_clock_skew,
+        ),
         test_crash_after_create=_crash_hook(env, CRASH_AFTER_CREATE_ENV),
+        test_block_loop=_seconds_hook(env, BLOCK_LOOP_ENV),
+        test_clock_offset=_seconds_hook(env, CLOCK_OFFSET_ENV),
     )
 
 

@@ -145,6 +145,9 @@ class Reconciler:
         claimed = False
         for _ in range(MAX_REPLANS):
             obj = self.compiled.read(key, body)
+            wait = self._recompile_wait(key, obj)
+            if wait > 0:  # a calendar it names changed and the recompile budget is spent (DESIGN §12.2)
+                return PassOutcome.DEFERRED, self._clock() + timedelta(seconds=wait)
             context = self._context(key, shard, obj, lane=lane)
             plan = self._plan(obj, self._observed(key), context)
             self.budgets.take(key, plan, context.now)  # at once: no other pass may count these tokens
@@ -213,6 +216,10 @@ class Reconciler:
             return False  # only a reservation to write
         self._crash.created_prepared()
         return True
+
+    def _recompile_wait(self, key: Key, obj: model.ScheduledJob) -> float:
+        refs = obj.spec.calendar_refs if obj.spec is not None else ()
+        return self.compiled.deferral(key, obj, self._store.calendars.versions(key[0], refs))
 
     def _context(self, key: Key, shard: int, obj: model.ScheduledJob, *, lane: bool) -> Context:
         now = self._clock()

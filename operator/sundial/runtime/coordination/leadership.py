@@ -11,6 +11,16 @@ One loop per replica, every retry period:
    (bounded), then **release** the Lease so the new owner takes it at once; other shard Leases are only
    observed, so an assignee that inherits a dead replica's shard waits only for the rest of its duration.
 
+Before each round the replica's guards are asked (:attr:`Sharding.guard`, DESIGN §12.2): while one says
+"withdraw" (the planning loop is behind its watchdog, the replica's clock is off the API server's), the round
+only makes sure the replica holds nothing: it stops acting, releases every shard Lease and empties its member
+Lease, so the others reassign its shards at their next round and take them over at once. When the guards
+clear, the next round joins again like a new member.
+
+Every shard held is probed for fencing enforcement at its acquire and every ``fencing_probe_period`` after it
+(:func:`sundial.runtime.coordination.proofs.probe`): a policy or binding deleted later sets
+``sundial_fencing_enforced`` to 0.
+
 Membership only decides who *tries*. Mutual exclusion still comes from the Lease compare-and-set and the
 renew deadline (:mod:`sundial.runtime.coordination.decisions`, applied by
 :class:`sundial.runtime.coordination.LeaseElector`), so replicas that briefly disagree about the
@@ -20,37 +30,31 @@ member set (or a partitioned one) can delay a shard, never put two actors on it.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import dataclasses
-import hashlib
 import logging
-import math
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 from sundial.kube import errors, leases
 from sundial.model import names
-from sundial.runtime.coordination import assignment, decisions, proofs
+from sundial.runtime.coordination import assignment, decisions, members
 from sundial.runtime.coordination.electors import UNREAD, LeaseElector, Unread
+from sundial.runtime.coordination.proofs import FencingApi
+from sundial.runtime.coordination.provers import Prover
 from sundial.runtime.fencing import NotActingError
-from sundial.runtime.serving.metrics import Metrics
+from sundial.runtime.serving.metrics import Metrics, WithdrawReason
 from sundial.schedule import utcnow
 
 logger = logging.getLogger(__name__)
 
-#: A member Lease whose renewTime is older than this many lease durations (and at least a minute) is deleted.
-STALE_MEMBER_DURATIONS = 10
-
-
-def member_lease_name(prefix: str, identity: str) -> str:
-    """``<prefix>-member-<10 hex of sha256(identity)>``: a valid name whatever the identity looks like."""
-    return f"{prefix}-member-{hashlib.sha256(identity.encode('utf-8')).hexdigest()[:10]}"
-
 
 async def _nothing_in_flight(shard: int) -> None:
+    return None
+
+
+def _never_withdraw() -> WithdrawReason | None:
     return None
 
 
@@ -69,10 +73,17 @@ class Sharding:
     drain_timeout: float = 10.0
     metrics: Metrics | None = None
     wallclock: Callable[[], datetime] = utcnow
-    fencing: proofs.FencingApi | None = None
+    """The API server's time as this replica estimates it (:meth:`sundial.runtime.coordination.clocks.ServerClock.now`):
+    other replicas' ``renewTime`` is compared with it (first sight of a member, stale member cleanup)."""
+    fencing: FencingApi | None = None
     """Where refusals are confirmed (a fresh Lease read) and acquires probed; None: a refusal stops acting."""
     fencing_policy: str = ""
     """The fencing policy's name; empty: none is installed, acquires are not probed."""
+    fencing_probe_period: float = 60.0
+    """Seconds between two enforcement probes of a shard held all along (besides the one at its acquire)."""
+    guard: Callable[[], WithdrawReason | None] = _never_withdraw
+    """Asked before every round: a reason to hold nothing right now, or None
+    (:class:`sundial.runtime.coordination.guards.Guards`)."""
 
 
 class Leadership:
@@ -99,8 +110,15 @@ class Leadership:
         self._waiting: set[int] = set()
         self._handoffs: dict[int, asyncio.Task[None]] = {}
         self._first_step = True
-        self._loop: asyncio.AbstractEventLoop | None = None  # where run() runs: confirmations go there
-        self._background: dict[tuple[str, int], concurrent.futures.Future[object]] = {}
+        self._prover = Prover(
+            self._electors,
+            fencing=sharding.fencing,
+            policy=sharding.fencing_policy,
+            period=sharding.fencing_probe_period,
+            metrics=sharding.metrics,
+            clock=clock,
+        )
+        self._withdrawn: WithdrawReason | None = None
 
     @property
     def shards(self) -> int:
@@ -124,36 +142,17 @@ class Leadership:
     def fenced(self, shard: int) -> None:
         """The API server's fencing policy refused a write under this shard's token (called on the main loop).
 
-        Confirmed before the shard is given up (:func:`proofs.confirm`, on the lease loop): the Lease is
-        re-read from the API server and acting stops only if it moved on; otherwise the refusal is counted and
-        the shard kept (the refused pass backs off). Without a :attr:`Sharding.fencing` API, or before
-        :meth:`run` started, acting stops at once.
+        Confirmed before the shard is given up (:func:`sundial.runtime.coordination.proofs.confirm`, on the
+        lease loop): the Lease is re-read from the API server and acting stops only if it moved on; otherwise the
+        refusal is counted and the shard kept (the refused pass backs off). Without a :attr:`Sharding.fencing`
+        API, or before :meth:`run` started, acting stops at once.
         """
-        fencing, loop = self._sharding.fencing, self._loop
         logger.warning("shard %d: a write was refused under token %s", shard, self.fencing_token(shard))
-        if fencing is None or loop is None or loop.is_closed():
-            self._electors[shard].stop()
-            return
-        self._in_background(
-            loop,
-            ("confirm", shard),
-            proofs.confirm(self._electors[shard], fencing, shard=shard, metrics=self._sharding.metrics),
-        )
-
-    def _in_background(
-        self, loop: asyncio.AbstractEventLoop, key: tuple[str, int], work: Coroutine[Any, Any, object]
-    ) -> None:
-        """Run ``work`` on ``loop`` (from any thread), at most one per ``key`` at a time."""
-        running = self._background.get(key)
-        if running is not None and not running.done():
-            work.close()
-            return
-        self._background[key] = asyncio.run_coroutine_threadsafe(work, loop)
+        self._prover.fenced(shard)
 
     async def settle_background(self) -> None:
         """Wait for the confirmations and probes started so far (tests)."""
-        for future in list(self._background.values()):
-            await asyncio.wrap_future(future)
+        await self._prover.settle()
 
     def held(self) -> int:
         return sum(1 for elector in self._electors if elector.holding)
@@ -169,14 +168,67 @@ class Leadership:
         return tuple(sorted(set(self._assignment)))
 
     async def run(self, stopping: asyncio.Event) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._prover.loop = asyncio.get_running_loop()
         while not stopping.is_set():
             await self.step()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stopping.wait(), timeout=self._sharding.retry_period)
 
+    @property
+    def withdrawn(self) -> WithdrawReason | None:
+        """Why this replica holds nothing on its own right now (None: it takes part)."""
+        return self._withdrawn
+
     async def step(self) -> None:
-        """One round: list, renew membership, assign, acquire/renew/hand off, report. Never sleeps."""
+        """One round: list, renew membership, assign, acquire/renew/hand off, report. Never sleeps.
+
+        While :attr:`Sharding.guard` gives a reason, the round withdraws instead (:meth:`_withdraw`)."""
+        reason = self._sharding.guard()
+        if reason is WithdrawReason.CLOCK_SKEW:  # measure again (a LIST's Date header), then decide
+            with contextlib.suppress(errors.KubeError):
+                await self._sharding.api.list(namespace=self._sharding.member.namespace)
+            reason = self._sharding.guard()
+        if reason is not None:
+            await self._withdraw(reason)
+            return
+        if self._withdrawn is not None:
+            logger.warning("withdrawn (%s) no more: joining the member set again", self._withdrawn.value)
+            self._withdrawn = None
+            self._first_step = True
+        await self._take_part()
+
+    async def _withdraw(self, reason: WithdrawReason) -> None:
+        """Hold nothing: stop acting on every shard, release every Lease held and empty the member Lease (each
+        round while withdrawn, so a failed release is tried again)."""
+        if self._withdrawn is None:
+            held = self.held()
+            logger.error(
+                "withdrawing (%s): stopped acting, releasing %d shard Lease(s) and leaving the member set",
+                reason.value,
+                held,
+            )
+            if self._sharding.metrics is not None and (held or self._sharding.member.record is not None):
+                self._sharding.metrics.guards.withdrawals.labels(reason=reason).inc()
+        self._withdrawn = reason
+        for handoff in list(self._handoffs.values()):
+            handoff.cancel()  # its drain waits for the main loop, which may be the one that is stuck
+        await self.settle()
+        for elector in self._electors:
+            elector.stop()
+        self._report()
+        member = self._sharding.member
+        member.stop()
+        owned = [e for e in (*self._electors, member) if e.record is not None]
+        await asyncio.gather(*(e.release() for e in owned), return_exceptions=True)
+        self._members = {}
+        self._assignment = ()
+        self._mine = frozenset()
+        self._waiting = set()
+        self._assigned_at.clear()
+        if self._sharding.metrics is not None:
+            self._sharding.metrics.leases.assigned.set(0)
+
+    async def _take_part(self) -> None:
         sharding = self._sharding
         started = self._clock()
         member = sharding.member
@@ -207,8 +259,9 @@ class Leadership:
         if not (member_early and member.holding):
             await member.tick(current=_from(listed, member.name), started=started)
         if listed is not None:
-            self._track_members(listed, started)
-        live = {seen.record.holder for seen in self._members.values() if self._alive(seen, started)}
+            self._members = members.track(self._members, listed, prefix=sharding.prefix, own=member.name,
+                                          wall=sharding.wallclock(), started=started)  # fmt: skip
+        live = {seen.record.holder for seen in self._members.values() if started < seen.expires}
         # A replica always counts itself: it knows it is alive even when its own member renewal came late
         # (a stalled event loop, an API server restart). Leaving itself out made replicas hand each other
         # the same shards after every restart, so nobody acted for a lease period. Safety never depends on
@@ -229,32 +282,10 @@ class Leadership:
                 elector.observe(listed.get(elector.name), started)
         await asyncio.gather(*renewals)
         self._report()
+        self._prover.periodically(started)
         if listed is not None:
-            await self._collect_stale_members(listed)
-
-    def _track_members(self, listed: Mapping[str, leases.LeaseRecord], started: float) -> None:
-        sharding = self._sharding
-        prefix = f"{sharding.prefix}-member-"
-        wall = sharding.wallclock()
-        seen: dict[str, decisions.Sighting] = {}
-        for name, record in listed.items():
-            if not name.startswith(prefix) or name == sharding.member.name or record.holder is None:
-                continue
-            old = self._members.get(name)
-            if old is None:
-                # First sight: estimate from renewTime how long ago it changed. Only who *tries* depends on
-                # this (wall-clock skew at worst delays a member by one change); safety never does.
-                age = (wall - record.renew_time).total_seconds() if record.renew_time else math.inf
-                seen[name] = decisions.Sighting(record, started - max(age, 0.0))
-            elif decisions.changed(old.record, record):
-                seen[name] = decisions.Sighting(record, started)
-            else:
-                seen[name] = decisions.Sighting(record, old.at)
-        self._members = seen
-
-    @staticmethod
-    def _alive(seen: decisions.Sighting, now: float) -> bool:
-        return now < seen.expires
+            await members.collect(sharding.api, listed, namespace=member.namespace, prefix=sharding.prefix,
+                                  own=member.name, wall=sharding.wallclock())  # fmt: skip
 
     def _reassign(self, live: tuple[str, ...], started: float) -> None:
         sharding = self._sharding
@@ -325,43 +356,13 @@ class Leadership:
             self._reported[shard] = held
             logger.info("shard %d lease %s", shard, "held" if held else "lost")
             if held:
-                self._probe(shard)
+                self._prover.acquired(shard)
                 since = self._assigned_at.pop(shard, None)
                 if since is not None and self._sharding.metrics is not None:
                     self._sharding.metrics.leases.handoff.labels(phase="acquire").observe(max(now - since, 0.0))
+            else:
+                self._prover.lost(shard)
             self._on_change(shard, held)
-
-    def _probe(self, shard: int) -> None:
-        """Prove at this acquire that the policy refuses a stale write on ``shard`` (:func:`proofs.probe`)."""
-        sharding = self._sharding
-        if sharding.fencing is None or not sharding.fencing_policy:
-            return
-        work = proofs.probe(
-            self._electors[shard],
-            sharding.fencing,
-            shard=shard,
-            policy=sharding.fencing_policy,
-            metrics=sharding.metrics,
-        )
-        self._in_background(asyncio.get_running_loop(), ("probe", shard), work)
-
-    async def _collect_stale_members(self, listed: Mapping[str, leases.LeaseRecord]) -> None:
-        """Delete member Leases left by replicas long gone (identities change with every pod)."""
-        sharding = self._sharding
-        prefix = f"{sharding.prefix}-member-"
-        wall = sharding.wallclock()
-        for name, record in listed.items():
-            if not name.startswith(prefix) or name == sharding.member.name:
-                continue
-            limit = max(60.0, STALE_MEMBER_DURATIONS * max(record.duration_seconds, 1))
-            renewed = record.renew_time
-            if renewed is not None and (wall - renewed).total_seconds() < limit:
-                continue
-            with contextlib.suppress(errors.KubeError):
-                await sharding.api.delete(
-                    namespace=sharding.member.namespace, name=name, resource_version=record.resource_version
-                )
-                logger.info("deleted stale member Lease %s (holder %s)", name, record.holder)
 
     async def release(self) -> None:
         """Graceful shutdown: stop acting on every shard, give every held Lease up, leave the member set."""

@@ -7,14 +7,16 @@
   API server serving an old copy of the Lease to the policy): it is counted
   (``sundial_fenced_unconfirmed_total``), the shard is kept and the refused write is retried after the pass's
   backoff — never the old give-up/re-acquire/refused-again loop.
-* :func:`probe` — at each acquire, a dry-run write the policy must refuse (an Event under this shard's token
-  with a UID no Lease has). Refused: ``sundial_fencing_enforced{shard} 1``. Admitted (no policy installed, or
-  a kustomize overlay's ``namespace:``/``namePrefix:`` made its matchCondition or paramRef miss): 0, a log line
-  and a Warning Event on the Lease. A 403 from anything else than the configured policy is "not enforced" too:
+* :func:`probe` — at each acquire and every ``--fencing-probe-period`` while held, a dry-run write the policy
+  must refuse (an Event under this shard's token with a UID no Lease has). Refused:
+  ``sundial_fencing_enforced{shard} 1``. Admitted (no policy installed, or a kustomize overlay's
+  ``namespace:``/``namePrefix:`` made its matchCondition or paramRef miss): 0, a log line and a Warning Event
+  on the Lease. A 403 from anything else than the configured policy is "not enforced" too:
   real refusals would not be recognised either. An admitted probe is sent again after short pauses before it
   counts (:data:`PROBE_PAUSES`): the policy reads the shard Leases from the API server's informer, which may
   not have seen a Lease created a moment ago (the first acquire, a new shard after a ``--shards`` change), and
-  without its param the binding allows (``parameterNotFoundAction: Allow``).
+  without its param the binding allows (``parameterNotFoundAction: Allow``). The periodic probes of a Lease
+  held all along are sent once (no pauses), and the Warning Event is written only when the result turns to 0.
 """
 
 from __future__ import annotations
@@ -94,9 +96,11 @@ async def probe(
     metrics: Metrics | None,
     pauses: Sequence[float] = PROBE_PAUSES,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    previous: bool | None = None,
 ) -> bool | None:
     """Prove that ``policy`` refuses a stale write on ``shard``: True enforced, False not, None unknown (the
-    probe failed, or the shard was lost while an admitted probe waited to be sent again)."""
+    probe failed, or the shard was lost while an admitted probe waited to be sent again). PREVIOUS: the last
+    probe's result for this shard: the log line and the Warning Event are written only when the result changes."""
     record = elector.record
     transitions = record.transitions if record is not None else 0
     reason = ""
@@ -109,7 +113,7 @@ async def probe(
             enforced, reason = False, f"refused by something else than policy {policy!r}: {error.message}"
             break
         except errors.KubeError as error:
-            logger.warning("shard %d: the fencing probe failed (%s); trying again at the next acquire", shard, error)
+            logger.warning("shard %d: the fencing probe failed (%s); trying again at the next probe", shard, error)
             return None
         if enforced or pause is None:
             break
@@ -119,8 +123,11 @@ async def probe(
     if metrics is not None:
         metrics.fencing.enforced.labels(shard=str(shard)).set(1 if enforced else 0)
     if enforced:
-        logger.info("shard %d: fencing enforced (the policy %s refused the probe)", shard, policy)
+        if previous is not True:
+            logger.info("shard %d: fencing enforced (the policy %s refused the probe)", shard, policy)
         return True
+    if previous is False:
+        return False  # said already
     message = (
         f"fencing is NOT enforced for shard {shard}: a dry-run write under a stale token was "
         f"{reason or 'admitted'}. Is the ValidatingAdmissionPolicy {policy!r} installed, does its matchCondition "

@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 import sundial
 from sundial.model.status import StatusCounter
 from sundial.runtime.serving.registry import SeriesRegistry
+from sundial.runtime.serving.guardmetrics import GuardMetrics, WithdrawReason
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
 HANDOFF_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120)
@@ -67,6 +68,9 @@ class PassOutcome(StrEnum):
     """The ScheduledJob was gone (from the cache, or from the API during the pass)."""
     NOT_ACTING = "not_acting"
     """This replica does not act for the object's shard: nothing was planned."""
+    DEFERRED = "deferred"
+    """A calendar the object names changed and the recompile budget is spent: the pass ends before planning
+    and the key comes back once the budget has refilled (DESIGN §12.2)."""
     FAILED = "failed"
     """The pass raised (an API error after the in-pass retries, or the shard was lost mid-pass)."""
 
@@ -229,7 +233,8 @@ class FencingMetrics:
     """``sundial_fenced_unconfirmed``: refusals after which a fresh read showed the Lease still ours."""
 
     enforced: Gauge
-    """``sundial_fencing_enforced`` by ``shard``: 1 when the last acquire's dry-run probe was refused."""
+    """``sundial_fencing_enforced`` by ``shard``: 1 when the last dry-run probe (at acquire, then periodic) was
+    refused."""
 
     @classmethod
     def create(cls, r: CollectorRegistry) -> FencingMetrics:
@@ -256,8 +261,9 @@ class FencingMetrics:
             ),
             enforced=Gauge(
                 "sundial_fencing_enforced",
-                "1 when the fencing policy refused this shard's dry-run probe write at the last acquire, 0 when "
-                "the API server admitted it (fencing is not enforced for this replica: see its Warning Event).",
+                "1 when the fencing policy refused this shard's dry-run probe write at the last probe (at each acquire "
+                "and every --fencing-probe-period while held), 0 when the API server admitted it (fencing is not "
+                "enforced for this replica: see its Warning Event).",
                 ["shard"],
                 registry=r,
             ),
@@ -355,6 +361,9 @@ class IntakeMetrics:
         self.quarantined.labels(kind=kind).set(count)
 
 
+__all__ = ["GuardMetrics", "Metrics", "WithdrawReason"]
+
+
 class Metrics:
     """All of the operator's metrics, one group per concern, and the process' own (``process_*``). Also the API
     request observer of :mod:`sundial.kube.requests`."""
@@ -384,6 +393,8 @@ class Metrics:
         """Refused and squatted writes."""
         self.api = ApiMetrics.create(r)
         """API requests."""
+        self.guards = GuardMetrics.create(r)
+        """The replica's checks on itself: loop lag, clock offset, withdrawals."""
         self.intake = IntakeMetrics.create(r)
         """Informers and quarantine."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import ssl
 from collections.abc import Awaitable, Callable
 
@@ -15,11 +16,17 @@ from sundial.runtime.serving.access import MetricsAccess, Verdict
 
 
 def health_app(
-    *, alive: Callable[[], bool], ready: Callable[[], bool], webhook: Callable[[], Awaitable[bool]] | None = None
+    *,
+    alive: Callable[[], bool],
+    ready: Callable[[], bool],
+    webhook: Callable[[], Awaitable[bool]] | None = None,
+    loop_lag: Callable[[], float] | None = None,
+    max_lag: float = math.inf,
 ) -> web.Application:
-    """``/healthz`` and ``/readyz``. Ready: the initial state is indexed and, with a WEBHOOK check, the
-    admission webhook accepts connections (with ``failurePolicy: Fail`` a Service endpoint whose webhook does
-    not listen yet would refuse every ``kubectl apply``)."""
+    """``/healthz`` and ``/readyz``. Ready: the initial state is indexed, the planning loop is at most MAX_LAG
+    seconds behind its watchdog (LOOP_LAG, :mod:`sundial.runtime.serving.watchdog`) and, with a WEBHOOK check,
+    the admission webhook accepts connections (with ``failurePolicy: Fail`` a Service endpoint whose webhook
+    does not listen yet would refuse every ``kubectl apply``)."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n") if alive() else web.Response(status=503, text="dead\n")
@@ -27,6 +34,9 @@ def health_app(
     async def readyz(_: web.Request) -> web.Response:
         if not ready():
             return web.Response(status=503, text="not ready: initial state not indexed yet\n")
+        lag = loop_lag() if loop_lag is not None else 0.0
+        if lag > max_lag:
+            return web.Response(status=503, text=f"not ready: the planning loop is {lag:.1f}s behind its watchdog\n")
         if webhook is not None and not await webhook():
             return web.Response(status=503, text="not ready: the admission webhook does not accept connections\n")
         return web.Response(text="ready\n")

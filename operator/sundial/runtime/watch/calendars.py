@@ -8,14 +8,24 @@ wakes exactly its referring keys through the dispatcher: no polling, no scan ove
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import orjson
 
 from sundial.model.calendars import ScheduleCalendar, ScheduleCalendarSpec
 from sundial.model.errors import OBJECT_PATH, SpecError, SpecProblem
 
 Key = tuple[str, str]
 """(namespace, name) of a ScheduledJob or of a ScheduleCalendar."""
+
+
+def spec_digest(body: Mapping[str, Any]) -> str:
+    """A content hash of a calendar's ``spec`` (keys sorted): what its compiled exclusions depend on. Labels,
+    annotations and other metadata edits leave it unchanged (DESIGN §12.2: cache keys follow meaning)."""
+    spec = body.get("spec")
+    return hashlib.sha256(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
 
 
 def refs_of(body: Mapping[str, Any]) -> tuple[str, ...]:
@@ -42,7 +52,7 @@ class Calendars:
         calendar = ScheduleCalendar.from_dict(body)
         key = (calendar.namespace, calendar.name)
         self._calendars[key] = calendar
-        self._versions[key] = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        self._versions[key] = spec_digest(body)
         return set(self._referring.get(key, ()))
 
     def put_unreadable(self, *, namespace: str, name: str, resource_version: str, message: str) -> set[Key]:
@@ -103,8 +113,8 @@ class Calendars:
         return found
 
     def versions(self, namespace: str, names: Sequence[str]) -> tuple[tuple[str, str | None], ...] | None:
-        """(name, resourceVersion or None when missing) of each named calendar: what a compiled exclusion
-        depends on. None when one that exists has no resourceVersion (its changes could not be told apart)."""
+        """(name, :func:`spec_digest` or None when missing) of each named calendar: what a compiled exclusion
+        depends on (its spec, never its metadata). None when one that exists has no digest kept."""
         found: list[tuple[str, str | None]] = []
         for name in names:
             key = (namespace, name)

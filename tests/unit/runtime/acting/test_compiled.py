@@ -14,7 +14,7 @@ from sundial import model
 from sundial.model.calendars import MAX_DATES, MAX_DATES_IN_ALL, ScheduleCalendar
 from sundial.planner.planning import plan
 from sundial.planner.plans import Context
-from sundial.runtime.acting.compiled import CompiledSpecs
+from sundial.runtime.acting.compiled import CompiledSpecs, RecompileBudget
 from sundial.runtime.watch.calendars import Calendars
 
 NOW = datetime(2026, 5, 11, 10, 0, 30, tzinfo=UTC)
@@ -143,3 +143,81 @@ def test_more_dates_in_all_are_refused_naming_the_field() -> None:
     assert error is not None and f"spec.exclude: at most {MAX_DATES_IN_ALL} dates in all" in str(error)
     calendar_error = ScheduleCalendar.from_dict({"metadata": {}, "spec": {"exclude": over}}).error
     assert calendar_error is not None and f"spec.exclude: at most {MAX_DATES_IN_ALL} dates" in str(calendar_error)
+
+
+def test_a_calendar_label_edit_recompiles_nothing_its_spec_edit_does() -> None:
+    """Cache keys follow meaning (DESIGN §12.2): a new resourceVersion with the same spec is the same calendar."""
+    specs, cals = CompiledSpecs(), Calendars()
+    cals.put(calendar("holidays", "10", date(2026, 5, 11)))
+    keys = [("team-a", f"o{i}") for i in range(400)]
+    objs = {key: specs.read(key, body(uid=f"u{key[1]}", name=key[1], calendarRefs=["holidays"])) for key in keys}
+
+    def plan_all() -> None:
+        for key, obj in objs.items():
+            specs.compiled(
+                key, obj, cals.for_object("team-a", ["holidays"]), cals.versions("team-a", ["holidays"]), now=NOW
+            )
+
+    plan_all()
+    assert specs.compiles == 400
+    labelled = calendar("holidays", "11", date(2026, 5, 11))
+    labelled["metadata"]["labels"] = {"team": "a"}
+    labelled["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "{}"}
+    cals.put(labelled)
+    plan_all()
+    assert specs.compiles == 400  # metadata only: nothing recompiled
+    cals.put(calendar("holidays", "12", date(2026, 5, 12)))
+    plan_all()
+    assert specs.compiles == 800
+
+
+class Ticks:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+
+def test_recompiles_after_a_calendar_edit_spend_a_budget_and_the_rest_wait() -> None:
+    """400 referrers of a maximal calendar at 66 ms each: the burst's worth recompile at once, the others are
+    told to come back; after the wait the budget has refilled for more. First compiles are never limited."""
+    ticks = Ticks()
+    budget = RecompileBudget(rate=0.25, burst=1.0, clock=ticks.clock)
+    specs, cals = CompiledSpecs(budget=budget, timer=ticks.clock), Calendars()
+    cals.put(calendar("holidays", "1", date(2026, 5, 11)))
+    keys = [("team-a", f"o{i}") for i in range(400)]
+    objs = {key: specs.read(key, body(uid=f"u{key[1]}", name=key[1], calendarRefs=["holidays"])) for key in keys}
+    versions = lambda: cals.versions("team-a", ["holidays"])  # noqa: E731
+    found = lambda: cals.for_object("team-a", ["holidays"])  # noqa: E731
+    for key, obj in objs.items():
+        assert specs.deferral(key, obj, versions()) == 0.0  # first compiles: never deferred
+        specs.compiled(key, obj, found(), versions(), now=NOW)
+
+    class Timed:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def __call__(self) -> float:  # each compile "takes" 66 ms: start, then end
+            self.calls += 1
+            if self.calls % 2 == 0:
+                ticks.now += 0.066
+            return ticks.now
+
+    specs._timer = Timed()
+    cals.put(calendar("holidays", "2", date(2026, 5, 12)))
+    recompiled, waits = 0, []
+    for key, obj in objs.items():
+        wait = specs.deferral(key, obj, versions())
+        if wait > 0:
+            waits.append(wait)
+            continue
+        specs.compiled(key, obj, found(), versions(), now=NOW)
+        recompiled += 1
+    # the loop spent at most the burst, what refilled meanwhile and the one compile that started last
+    assert recompiled >= 15 and recompiled * 0.066 <= 1.0 + 0.25 * ticks.now + 0.066
+    assert len(waits) == 400 - recompiled and specs.deferred == len(waits)
+    ticks.now += waits[0]  # come back when told
+    assert specs.deferral(keys[recompiled], objs[keys[recompiled]], versions()) == 0.0

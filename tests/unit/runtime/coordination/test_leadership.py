@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from sundial.kube import results
 from sundial.kube.leases import LeaseRecord
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.inflight import InFlight
-from sundial.runtime.coordination.leadership import Leadership, Sharding, member_lease_name
-from sundial.runtime.serving.metrics import Metrics
+from sundial.runtime.coordination.leadership import Leadership, Sharding
+from sundial.runtime.coordination.members import member_lease_name
+from sundial.runtime.serving.metrics import Metrics, WithdrawReason
 from sundial.runtime.settings import LeaseSettings
 
 SHARDS = 12
@@ -81,7 +83,14 @@ class Replica:
     drain: list[tuple[int, bool]]
 
 
-def replica(api: FakeLeases, clock: Clock, identity: str, *, gate: asyncio.Event | None = None) -> Replica:
+def replica(
+    api: FakeLeases,
+    clock: Clock,
+    identity: str,
+    *,
+    gate: asyncio.Event | None = None,
+    guard: Callable[[], WithdrawReason | None] = lambda: None,
+) -> Replica:
     def elector(name: str) -> LeaseElector:
         return LeaseElector(
             api=api, namespace="ns", name=name, identity=identity, timings=TIMINGS, clock=clock, wallclock=clock.wall,
@@ -98,7 +107,7 @@ def replica(api: FakeLeases, clock: Clock, identity: str, *, gate: asyncio.Event
 
     sharding = Sharding(
         api=api, member=elector(member_lease_name("s", identity)), prefix="s", retry_period=RETRY,
-        drain=drain, metrics=metrics, wallclock=clock.wall,
+        drain=drain, metrics=metrics, wallclock=clock.wall, guard=guard,
     )  # fmt: skip
     lead = Leadership([elector(f"s-shard-{i}") for i in range(SHARDS)], sharding=sharding, clock=clock)
     holder.append(lead)
@@ -342,3 +351,59 @@ async def test_a_shard_lost_to_a_conflict_is_acquired_again_from_the_list_once_f
     await a.leadership.step()
     assert a.leadership.acting(0)
     assert api.records[name].holder == "replica-a"
+
+
+async def test_a_withdrawn_replica_releases_everything_at_once_and_a_standby_takes_over_in_one_round() -> None:
+    """The watchdog's second bound (or a skewed clock): stop acting, release every shard, leave the member set -
+    the others take the shards at their next round, not after a lease duration; then it joins again."""
+    api, clock = FakeLeases(), Clock()
+    reason: list[WithdrawReason | None] = [None]
+    a = replica(api, clock, "replica-a", guard=lambda: reason[0])
+    b = replica(api, clock, "replica-b")
+    await rounds([a, b], clock, 3)
+    assert held([a, b]) == {"replica-a": 6, "replica-b": 6}
+    reason[0] = WithdrawReason.LOOP_LAG
+    await a.leadership.step()
+    assert a.leadership.held() == 0 and a.leadership.withdrawn is WithdrawReason.LOOP_LAG
+    assert "replica-a" not in api.holders().values()
+    assert api.records[member_lease_name("s", "replica-a")].holder is None  # out of the member set
+    assert a.metrics.registry.get_sample_value("sundial_withdrawals_total", {"reason": "loop_lag"}) == 1
+    clock.now += RETRY
+    await b.leadership.step()  # one round of the standby
+    assert b.leadership.held() == SHARDS
+    await rounds([a, b], clock, 2)  # still withdrawn: holds nothing, tries nothing
+    assert held([a, b]) == {"replica-a": 0, "replica-b": SHARDS}
+    assert a.metrics.registry.get_sample_value("sundial_withdrawals_total", {"reason": "loop_lag"}) == 1
+    reason[0] = None  # the loop runs again
+    await rounds([a, b], clock, 4)
+    assert held([a, b]) == {"replica-a": 6, "replica-b": 6}
+    assert a.leadership.withdrawn is None
+
+
+async def test_a_replica_that_must_withdraw_from_the_start_never_acquires_and_is_no_member() -> None:
+    api, clock = FakeLeases(), Clock()
+    skewed = replica(api, clock, "replica-skewed", guard=lambda: WithdrawReason.CLOCK_SKEW)
+    good = replica(api, clock, "replica-good")
+    await rounds([skewed, good], clock, 3)
+    assert held([skewed, good]) == {"replica-skewed": 0, "replica-good": SHARDS}
+    assert good.leadership.members == ("replica-good",)
+    assert all(record.holder != "replica-skewed" for record in api.records.values())
+
+
+async def test_member_cleanup_compares_renew_times_with_the_servers_time_not_the_local_clock() -> None:
+    """A replica whose own clock is 200 s ahead deletes no live member Lease: its Sharding.wallclock is the
+    server's time (ServerClock.now), and so are the renewTimes the others write."""
+    api, clock = FakeLeases(), Clock()
+    b = replica(api, clock, "replica-b")
+    await rounds([b], clock, 1)
+    ahead = replica(api, clock, "replica-ahead")
+    local = ahead.leadership._sharding.wallclock
+    ahead.leadership._sharding.wallclock = lambda: local() + timedelta(seconds=200)
+    await ahead.leadership.step()
+    assert member_lease_name("s", "replica-b") not in api.records  # the local clock: a live member deleted
+    api2, clock2 = FakeLeases(), Clock()
+    b2 = replica(api2, clock2, "replica-b")
+    await rounds([b2], clock2, 1)
+    served = replica(api2, clock2, "replica-ahead")  # the server's time: what assembly wires (ServerClock.now)
+    await served.leadership.step()
+    assert member_lease_name("s", "replica-b") in api2.records

@@ -223,3 +223,42 @@ async def test_leadership_probes_at_acquire_and_confirms_refusals_on_its_own_loo
     assert not lead.acting(0)
     stopping.set()
     await running
+
+
+async def test_a_shard_held_all_along_is_probed_every_period_and_the_gauge_follows_the_policy() -> None:
+    """The binding deleted after the acquire: the next periodic probe sets the gauge to 0 (one Warning Event),
+    restored: 1 again - without pauses, the Lease is not new."""
+    api, metrics = Leases(), Metrics()
+    now = [100.0]
+    clock = lambda: now[0]  # noqa: E731
+    member = LeaseElector(api=api, namespace="ns", name="s-member-a", identity="replica-a", timings=TIMINGS,
+                          clock=clock, wallclock=lambda: WALL)  # fmt: skip
+    shard = LeaseElector(api=api, namespace="ns", name="s-shard-0", identity="replica-a", timings=TIMINGS,
+                         clock=clock, wallclock=lambda: WALL)  # fmt: skip
+    sharding = Sharding(api=api, member=member, prefix="s", retry_period=1.0, metrics=metrics, fencing=api,
+                        fencing_policy="sundial-fencing", fencing_probe_period=10.0)  # fmt: skip
+    lead = Leadership([shard], sharding=sharding, clock=clock)
+
+    def gauge() -> float | None:
+        return metrics.registry.get_sample_value("sundial_fencing_enforced", {"shard": "0"})
+
+    async def rounds_until(seconds: float) -> None:
+        while now[0] < seconds:  # one round per retry period, as the lease thread runs them
+            now[0] += 1.0
+            await lead.step()
+            await lead.settle_background()
+
+    await lead.step()
+    await lead.settle_background()
+    assert gauge() == 1 and len(api.probes) == 1  # at the acquire (t=100)
+    api.probe_answer = False  # the binding is deleted
+    await rounds_until(109.0)
+    assert gauge() == 1 and len(api.probes) == 1  # not yet a period since the last probe
+    await rounds_until(110.0)
+    assert gauge() == 0 and len(api.probes) == 2  # one probe, no pauses: the Lease is not new
+    assert [reason for _, reason, _ in api.warnings] == [NOT_ENFORCED_REASON]
+    await rounds_until(120.0)
+    assert gauge() == 0 and len(api.probes) == 3 and len(api.warnings) == 1  # still 0: said once
+    api.probe_answer = True  # restored
+    await rounds_until(130.0)
+    assert gauge() == 1 and len(api.probes) == 4

@@ -38,3 +38,14 @@ async def test_without_a_webhook_only_the_index_counts() -> None:
     app = probes.health_app(alive=lambda: False, ready=lambda: True)
     assert await get(app, "/readyz") == (200, "ready\n")
     assert await get(app, "/healthz") == (503, "dead\n")
+
+
+async def test_readyz_fails_while_the_planning_loop_is_behind_its_watchdog_and_liveness_stays() -> None:
+    lag = [0.4]
+    app = probes.health_app(alive=lambda: True, ready=lambda: True, loop_lag=lambda: lag[0], max_lag=5.0)
+    assert await get(app, "/readyz") == (200, "ready\n")
+    lag[0] = 6.0
+    assert await get(app, "/readyz") == (503, "not ready: the planning loop is 6.0s behind its watchdog\n")
+    assert await get(app, "/healthz") == (200, "ok\n")  # not restarted: it withdraws and recovers instead
+    lag[0] = 1.0
+    assert await get(app, "/readyz") == (200, "ready\n")
