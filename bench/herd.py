@@ -184,7 +184,10 @@ class Herd:
         nominal = self._nominal(contender)
         at = nominal.timestamp()
         stamp = nominal.strftime("%Y-%m-%dT%H:%M:%SZ")
-        cron = f"{nominal.second} {fixed_cron(nominal)}" if self.seconds_precision else fixed_cron(nominal)
+        # A 6-field cron only where the contender's objects accept one (CronJobs do not; the shaped contenders'
+        # objects are suspended: their Jobs carry NOMINAL whatever the cron says).
+        seconds = self.seconds_precision and contender != "raw-cronjob-shaped"
+        cron = f"{nominal.second} {fixed_cron(nominal)}" if seconds else fixed_cron(nominal)
         operator = await self._start(cluster, api, contender, result)
         pids = processes(cluster, watch)
         if operator is not None:
@@ -292,7 +295,7 @@ class Herd:
     def _nominal(self, contender: str) -> datetime:
         if contender == "raw":  # time to open the raw client's connections first
             return datetime.fromtimestamp(math.ceil(time.time() + 6), UTC)
-        if self.seconds_precision:  # Sundial only: a 6-field cron, no wait for a whole minute
+        if self.seconds_precision or contender.startswith("raw-"):  # no wait for a whole minute
             return datetime.fromtimestamp(math.ceil(time.time() + 20 + self.n / 40), UTC)
         return minute_after(25 + self.n / 40)
 
