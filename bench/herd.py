@@ -80,24 +80,6 @@ async def wait_until(at: float) -> None:
         await asyncio.sleep(min(remaining, 0.5) if remaining > 0.05 else remaining)
 
 
-async def settle(api: Api, quiet: float = 5.0, limit: float = 90.0) -> float:
-    """Wait until the API server's write counters (Leases and Events aside) stop moving for QUIET seconds."""
-    start, last, since = time.monotonic(), -1.0, time.monotonic()
-    while time.monotonic() - start < limit:
-        counts = env.parse_requests(await api.text("/metrics"))
-        writes = sum(
-            v
-            for (verb, resource, _), v in counts.items()
-            if verb in ("POST", "PUT", "PATCH", "DELETE") and resource not in ("coordination.k8s.io/leases", "events")
-        )
-        if writes != last:
-            last, since = writes, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            break
-        await asyncio.sleep(1.0)
-    return time.monotonic() - start
-
-
 class Herd:
     def __init__(
         self,
@@ -189,7 +171,7 @@ class Herd:
         seconds = self.seconds_precision and contender != "raw-cronjob-shaped"
         cron = f"{nominal.second} {fixed_cron(nominal)}" if seconds else fixed_cron(nominal)
         operator = await self._start(cluster, api, contender, result)
-        pids = processes(cluster, watch)
+        pids = window.processes(cluster, watch)
         if operator is not None:
             pids["operator"] = operator.pid
         # "whole": from just before the objects exist until the writes settle (cost: a new object's first run)
@@ -213,7 +195,7 @@ class Herd:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(30)
         if self.settle_writes:
-            result["settle_seconds"] = round(await settle(api, limit=max(90.0, self.n * 0.6)), 1)
+            result["settle_seconds"] = round(await window.settle(api, limit=max(90.0, self.n * 0.6)), 1)
             result["load_settled"] = env.load()
         whole_after = await window.take(api, pids, operator) if self.settle_writes else instant_after
         values, mine = lags(watch.records(), set(namespaces))
@@ -242,7 +224,11 @@ class Herd:
             high = {name for i, (_, name) in enumerate(names) if self._high(i)}
             result["priority"] = priority_split(mine, high, share=1 / self.priority_every)
         if rep == 0 and mine:
-            result["job_bytes"] = await self._job_bytes(api, contender, mine[0], stamp=stamp)
+            sent = plain_job(mine[0]["name"], stamp) if contender == "raw" else None
+            previous = self.previous_shape if contender == "raw-shaped" else None
+            result["job_bytes"] = await shapes.weigh(
+                api, self._client_creds(api, contender), mine[0], sent=sent, shaped=self.shaped, previous=previous
+            )
         if contender.startswith("cronjob"):
             await _delete_all(api, namespaces, cj_path)
         result["cleanup_seconds"] = round(await api.delete_namespaces(namespaces), 1)
@@ -325,29 +311,10 @@ class Herd:
         self.operator = env.start_operator(kubeconfig, self.out, *self.operator_args, identity="herd")
         result["ready_seconds"] = round(self.operator.wait_ready(), 2)
         if self.fencing is not None:
-            result["fencing_enforced"] = await fencing_enforced(self.operator)
+            result["fencing_enforced"] = await production.fencing_enforced(self.operator)
             if result["fencing_enforced"] != 1:
                 raise RuntimeError("the operator's fencing probe was not refused: the policy is not enforced")
         return self.operator
-
-    async def _job_bytes(self, api: Api, contender: str, record: dict[str, Any], *, stamp: str) -> dict[str, Any]:
-        """One created Job of CONTENDER weighed: bytes sent (compact JSON; the shaped contenders' and raw's own
-        bodies) and as a GET returns it. For ``raw-shaped`` also the previous version's shape of the same Job."""
-        path = f"{job_path(record['namespace'])}/{record['name']}"
-        stored = shapes.wire_bytes(await api.call("GET", path))
-        sent = {(ns_path, body["metadata"]["name"]): body for ns_path, body in getattr(self, "shaped", [])}
-        body = sent.get((job_path(record["namespace"]), record["name"]))
-        if contender == "raw":
-            body = plain_job(record["name"], stamp)
-        weighed: dict[str, Any] = {"stored": stored, "wire": shapes.wire_bytes(body) if body is not None else None}
-        if contender == "raw-shaped" and body is not None and self.previous_shape is not None:
-            meta = self.previous_shape["metadata"]
-            previous = dict(self.previous_shape, metadata={**meta, "name": meta["name"] + "-previous"})
-            async with Api(self._client_creds(api, contender), connections=2) as client:
-                await client.create(job_path(meta["namespace"]), previous)
-            got = await api.call("GET", f"{job_path(meta['namespace'])}/{previous['metadata']['name']}")
-            weighed["previous_shape"] = {"wire": shapes.wire_bytes(previous), "stored": shapes.wire_bytes(got)}
-        return weighed
 
     async def _create(
         self,
@@ -376,13 +343,14 @@ class Herd:
             started = time.monotonic()
             lease = await self.fencing.shard_lease() if self.fencing is not None else None
             token = production.fencing_token(0, lease, fallback_uid=str(uuid.uuid4()))
-            self.shaped, self.previous_shape = await shaped_jobs(api, names, cron=cron, nominal=nominal, token=token)
+            shaped = await shapes.shaped_jobs(api, names, cron=cron, nominal=nominal, token=token)
+            self.shaped, self.previous_shape = shaped
             result["create_seconds"] = round(time.monotonic() - started, 2)
             result["created"] = {"POST|sundial.dev/scheduledjobs|": len(names)}
             result["fencing_token"] = token
         elif contender == "raw-cronjob-shaped":
             started = time.monotonic()
-            self.shaped = await cronjob_shaped_jobs(api, names, cron=cron, nominal=nominal)
+            self.shaped = await shapes.cronjob_shaped_jobs(api, names, cron=cron, nominal=nominal)
             result["create_seconds"] = round(time.monotonic() - started, 2)
             result["created"] = {"POST|batch/cronjobs|": len(names)}
         elif contender.startswith("cronjob"):
@@ -390,87 +358,6 @@ class Herd:
                 await api.create_many(((cj_path(ns), cron_job(name, cron)) for ns, name in names)), 2
             )
             result["created"] = {"POST|batch/cronjobs|": len(names)}
-
-
-def processes(cluster: env.BenchCluster, watch: env.JobWatch) -> dict[str, int]:
-    """The pids whose CPU a window records (the operator's is added when it runs)."""
-    return {
-        "apiserver": cluster.pid("kube-apiserver"),
-        "etcd": cluster.pid("etcd"),
-        "kcm": cluster.pid(env.KCM),
-        "scheduler": cluster.pid("kube-scheduler"),
-        "kwok": cluster.pid("kwok"),
-        "watcher": watch.process.pid,
-        "bench": os.getpid(),
-    }
-
-
-async def fencing_enforced(operator: env.Operator, timeout: float = 60.0) -> float:
-    """The operator's ``sundial_fencing_enforced`` once its acquire's probe has run (0 after TIMEOUT)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (value := operator.metric("sundial_fencing_enforced")) >= 1:
-            return value
-        await asyncio.sleep(0.5)
-    return operator.metric("sundial_fencing_enforced")
-
-
-async def cronjob_shaped_jobs(
-    api: Api, names: list[tuple[str, str]], *, cron: str, nominal: datetime
-) -> list[tuple[str, dict[str, Any]]]:
-    """Suspended CronJobs NAMES (the bench's template), and the Job the CronJob controller would create for each
-    at NOMINAL, owned by it."""
-
-    def suspended(name: str) -> dict[str, Any]:
-        body = cron_job(name, cron, contender="raw-cronjob-shaped")
-        body["spec"]["suspend"] = True
-        return body
-
-    await api.create_many((cj_path(ns), suspended(name)) for ns, name in names)
-    wanted = set(names)
-    jobs: list[tuple[str, dict[str, Any]]] = []
-    for namespace in sorted({ns for ns, _ in names}):
-        for body in (await api.call("GET", cj_path(namespace))).get("items") or ():
-            if (namespace, body["metadata"]["name"]) in wanted:
-                jobs.append((job_path(namespace), shapes.cronjob_shaped_job(body, nominal)))
-    return jobs
-
-
-async def shaped_jobs(
-    api: Api, names: list[tuple[str, str]], *, cron: str, nominal: datetime, token: str
-) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any] | None]:
-    """Suspended ScheduledJobs NAMES, and the Job each would get at NOMINAL from Sundial (its first attempt, the
-    fencing TOKEN), owned by it (the garbage collector keeps a Job whose owner exists); and the first one's Job
-    in the previous version's shape (run stamps on the pod template too: ``spec.podTemplateStamps``)."""
-    from sundial.model.enums import Trigger  # noqa: PLC0415 - the operator's own builder, as Sundial makes it
-    from sundial.model.resource import ScheduledJob  # noqa: PLC0415
-    from sundial.planner.manifests import build_job  # noqa: PLC0415
-
-    def suspended(name: str) -> dict[str, Any]:
-        body = scheduled_job(name, cron, contender="raw-shaped")
-        body["spec"]["suspend"] = True
-        return body
-
-    await api.create_many((sj_path(ns), suspended(name)) for ns, name in names)
-    wanted = set(names)
-    jobs: list[tuple[str, dict[str, Any]]] = []
-    previous: dict[str, Any] | None = None
-    for namespace in sorted({ns for ns, _ in names}):
-        listed = await api.call("GET", sj_path(namespace))
-        for body in listed.get("items") or ():
-            if (namespace, body["metadata"]["name"]) in wanted:
-                obj = ScheduledJob.from_dict(body)
-                manifest = build_job(
-                    obj=obj, scheduled_time=nominal, attempt=1, trigger=Trigger.SCHEDULE, fencing_token=token
-                )
-                jobs.append((job_path(namespace), manifest))
-                if previous is None:
-                    body["spec"]["podTemplateStamps"] = True
-                    previous = build_job(
-                        obj=ScheduledJob.from_dict(body), scheduled_time=nominal, attempt=1,
-                        trigger=Trigger.SCHEDULE, fencing_token=token,
-                    )  # fmt: skip
-    return jobs, previous
 
 
 def priority_split(records: list[dict[str, Any]], high: set[str], *, share: float) -> dict[str, Any]:

@@ -17,12 +17,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from bench import env
 from bench.kube import Api, ApiError, Credentials
 
 REPO = Path(__file__).resolve().parents[1]
@@ -177,3 +180,13 @@ def _path(body: dict[str, Any]) -> str:
     if body["kind"] in ("ServiceAccount", "Role", "RoleBinding"):
         return f"{root}/namespaces/{NAMESPACE}/{plural}"
     return f"{root}/{plural}"
+
+
+async def fencing_enforced(operator: env.Operator, timeout: float = 60.0) -> float:
+    """The operator's ``sundial_fencing_enforced`` once its acquire's probe has run (0 after TIMEOUT)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (value := operator.metric("sundial_fencing_enforced")) >= 1:
+            return value
+        await asyncio.sleep(0.5)
+    return operator.metric("sundial_fencing_enforced")

@@ -72,10 +72,8 @@ def build_job(
     * Labels: the template's labels plus ``sundial.dev/scheduledjob`` (also on the pod template) and, on the
       Job only, ``sundial.dev/shard`` (the fencing token's shard, for the server-side fencing policy).
     * Annotations on the Job: scheduled time (RFC 3339 UTC), attempt, idempotency key, fencing token and
-      trigger, on top of the template's own annotations. The pod template gets them too only when the object
-      opts in (``spec.podTemplateStamps``, DESIGN §12.3): nothing in the operator or the CLI reads that copy, and
-      the env below already hands every stamp but the trigger to the workload. Jobs of earlier versions carry the
-      copy; readers look at the Job's annotations only, so both shapes read the same.
+      trigger, on top of the template's own. On the pod template only with ``spec.podTemplateStamps`` (DESIGN
+      §12.3: nothing reads that copy; earlier versions' Jobs carry it and read the same).
     * ``SUNDIAL_SCHEDULED_TIME``, ``SUNDIAL_ATTEMPT``, ``SUNDIAL_IDEMPOTENCY_KEY`` and
       ``SUNDIAL_FENCING_TOKEN`` at the start of the env of every container and init container,
       replacing entries of the same name (first, so the workload's own ``$(VAR)`` references work).
