@@ -107,8 +107,7 @@ def build_job(
         {"name": names.FENCING_TOKEN_ENV, "value": fencing_token},
     ]
 
-    pod_stamps = stamped if obj.spec.pod_template_stamps else None
-    _stamp_pod_template(spec, label=label, stamped=pod_stamps, env=env)
+    _stamp_pod_template(spec, label=label, stamped=stamped if obj.spec.pod_template_stamps else None, env=env)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
