@@ -119,7 +119,8 @@ class Fencing:
             uid = (await self.api.call("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}"))["metadata"]["uid"]
             spec["boundObjectRef"] = {"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}
         path = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{SERVICE_ACCOUNT}/token"
-        answer = await self.api.call("POST", path, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+        answer = await self.api.call("POST", path, request)
         return str(answer["status"]["token"])
 
     def kubeconfig(self, creds: Credentials, token: str, identity: str) -> Path:
