@@ -54,6 +54,7 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "CalendarNotFound",
         "InvalidCalendar",
         "ObjectTooLarge",
+        "Quarantined",
     },
     enums.CompleteReason: {"Succeeded", "DeadLettered", "Missed"},
     status.StatusCounter: {
@@ -90,6 +91,7 @@ ENUMS: dict[type[StrEnum], set[str]] = {
         "InvalidBackfill",
         "InvalidToken",
         "ObjectTooLarge",
+        "Quarantined",
     },
     metrics.EventResult: {"created", "patched", "aggregated", "dropped", "failed"},
     metrics.FencedKind: {"job_create", "job_delete", "status", "event"},

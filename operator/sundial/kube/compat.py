@@ -6,15 +6,12 @@ against (the exact pins of ``pyproject.toml``). When an internal is missing, the
 :class:`InternalChangedError` naming the package, its installed version and the function to review; the unit
 test ``tests/unit/kube/test_compat.py`` exercises every internal and checks :data:`CHECKED_AGAINST` against the
 pins, so an upgrade that moves one fails in the unit suite rather than in a running operator. Nothing else in
-``sundial`` touches these internals. kopf is imported lazily: only the runtime layer calls its functions.
+``sundial`` touches these internals. (kopf's were needed while kopf watched objects; it watches nothing now.)
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import inspect
-import types
-from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -72,41 +69,3 @@ def add_trace_config(session: aiohttp.ClientSession, trace: aiohttp.TraceConfig)
     if not isinstance(configs, list):
         raise InternalChangedError("aiohttp", "ClientSession._trace_configs (a list)", "add_trace_config")
     configs.append(trace)
-
-
-# kopf ------------------------------------------------------------------------------------------------------
-
-
-def ephemeral_memories() -> Any:
-    """A kopf ``ResourceMemories`` (``kopf._core.reactor.inventory``) whose every recall is ephemeral:
-    a fresh per-object memory that is not kept (``recall(..., ephemeral=True)``, as kopf's admission does)."""
-    try:
-        from kopf._core.reactor import inventory  # noqa: PLC0415 - kopf internals, see the module docstring
-    except ImportError as error:
-        raise InternalChangedError("kopf", "kopf._core.reactor.inventory", "ephemeral_memories") from error
-    base = getattr(inventory, "ResourceMemories", None)
-    recall = getattr(base, "recall", None)
-    if base is None or recall is None or "ephemeral" not in inspect.signature(recall).parameters:
-        raise InternalChangedError("kopf", "ResourceMemories.recall(..., ephemeral=...)", "ephemeral_memories")
-
-    class EphemeralMemories(base):  # type: ignore[misc, valid-type]
-        async def recall(self, raw_body: Any, **kwargs: Any) -> Any:
-            kwargs["ephemeral"] = True
-            return await super().recall(raw_body, **kwargs)
-
-    return EphemeralMemories()
-
-
-def decode_watch_events_with(loads: Callable[[str], Any]) -> Any:
-    """Make kopf decode each line of its WATCH streams with ``loads``: kopf's ``kopf._cogs.clients.api``
-    calls its module-level ``json.loads`` once per line and no other ``json`` function, so that name is
-    replaced. Returns what it replaced (for tests to put back)."""
-    try:
-        from kopf._cogs.clients import api  # noqa: PLC0415 - kopf internals, see the module docstring
-    except ImportError as error:
-        raise InternalChangedError("kopf", "kopf._cogs.clients.api", "decode_watch_events_with") from error
-    current = getattr(api, "json", None)
-    if current is None or not callable(getattr(current, "loads", None)):
-        raise InternalChangedError("kopf", "kopf._cogs.clients.api.json.loads", "decode_watch_events_with")
-    setattr(api, "json", types.SimpleNamespace(loads=loads))  # noqa: B010 - a module attribute of kopf
-    return current

@@ -4,7 +4,7 @@ the reconciler makes."""
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -25,25 +25,6 @@ def _timestamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _paging(limit: int, token: str | None, *, any_version: bool) -> dict[str, Any]:
-    """Arguments of one LIST page. With ANY_VERSION the first page asks for ``resourceVersion=0``: the API
-    server answers from its watch cache, and the ``continue`` tokens that follow name the cache's own version
-    (from Kubernetes 1.34; older servers ignore ``limit`` there and answer everything at once, so this is the
-    fallback, not the default). Without it the first page is a consistent read, which is served by etcd when
-    the cache lags (a loaded API server); every ``continue`` page then waits for the cache to reach etcd's
-    version and fails with 504 ``ResourceVersionTooLarge`` until it does."""
-    if token is not None:
-        return {"limit": limit, "_continue": token, "_request_timeout": 60, "_preload_content": False}
-    first: dict[str, Any] = {"limit": limit, "_request_timeout": 60, "_preload_content": False}
-    if any_version:
-        first["resource_version"] = "0"
-    return first
-
-
-async def _raw_page(request: Callable[[str | None], Awaitable[Any]], token: str | None) -> dict[str, Any]:
-    return await raw_json(request(token))
-
-
 async def raw_json(pending: Awaitable[Any]) -> dict[str, Any]:
     """The JSON body of a generated-client call made with ``_preload_content=False``, as plain dicts.
 
@@ -57,7 +38,8 @@ async def raw_json(pending: Awaitable[Any]) -> dict[str, Any]:
     finally:
         response.release()
     raise_for(response, data)
-    body: dict[str, Any] = codec.loads(data) if data else {}
+    # A body orjson refuses for its depth alone (a tenant's deeply nested ScheduledJob) is decoded off the loop.
+    body: dict[str, Any] = await codec.decode(data) if data else {}
     return body
 
 
@@ -86,54 +68,6 @@ class ObjectsApi:
         await self._wire.warm(count)
 
     # ScheduledJobs -----------------------------------------------------------------------------------
-
-    async def scheduled_job_pages(
-        self, *, namespace: str | None, limit: int, any_version: bool = False
-    ) -> AsyncIterator[list[dict[str, Any]]]:
-        """All ScheduledJobs (in one namespace, or everywhere), ``limit`` per LIST request: one page at a time
-        is decoded and held, never the whole list."""
-
-        def request(token: str | None) -> Any:
-            paging = _paging(limit, token, any_version=any_version)
-            if namespace is None:
-                return self._custom.list_cluster_custom_object(*_SJ, model.resource.PLURAL, **paging)
-            return self._custom.list_namespaced_custom_object(*_SJ, namespace, model.resource.PLURAL, **paging)
-
-        async for page in self._pages(model.resource.PLURAL, request):
-            yield page
-
-    async def schedule_calendar_pages(
-        self, *, namespace: str | None, limit: int, any_version: bool = False
-    ) -> AsyncIterator[list[dict[str, Any]]]:
-        """All ScheduleCalendars (in one namespace, or everywhere), ``limit`` per LIST request. None when their CRD
-        is not installed (404): an operator upgraded before its CRDs still starts."""
-        plural = model.calendars.CALENDAR_PLURAL
-
-        def request(token: str | None) -> Any:
-            paging = _paging(limit, token, any_version=any_version)
-            if namespace is None:
-                return self._custom.list_cluster_custom_object(*_SJ, plural, **paging)
-            return self._custom.list_namespaced_custom_object(*_SJ, namespace, plural, **paging)
-
-        try:
-            async for page in self._pages(plural, request):
-                yield page
-        except errors.NotFoundError:
-            return
-
-    async def _pages(
-        self, resource: str, request: Callable[[str | None], Awaitable[Any]]
-    ) -> AsyncIterator[list[dict[str, Any]]]:
-        """Follow ``continue`` tokens; each page's items as plain dicts (orjson, no model objects)."""
-        token: str | None = None
-        while True:
-            page = await self._req.call(
-                verb="list", resource=resource, request=functools.partial(_raw_page, request, token)
-            )
-            token = (page.get("metadata") or {}).get("continue") or None
-            yield list(page.get("items") or ())
-            if token is None:
-                return
 
     async def get_scheduled_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
         """The object as the API has it now (never a cache); None if it is gone."""
@@ -207,20 +141,6 @@ class ObjectsApi:
         return results.Done()
 
     # Jobs --------------------------------------------------------------------------------------------
-
-    async def job_pages(
-        self, *, namespace: str | None, label_selector: str, limit: int, any_version: bool = False
-    ) -> AsyncIterator[list[dict[str, Any]]]:
-        """Jobs matching ``label_selector``, ``limit`` per LIST request (see :meth:`scheduled_job_pages`)."""
-
-        def request(token: str | None) -> Any:
-            paging = _paging(limit, token, any_version=any_version)
-            if namespace is None:
-                return self._batch.list_job_for_all_namespaces(label_selector=label_selector, **paging)
-            return self._batch.list_namespaced_job(namespace, label_selector=label_selector, **paging)
-
-        async for page in self._pages("jobs", request):
-            yield page
 
     async def get_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
         try:

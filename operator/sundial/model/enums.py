@@ -115,6 +115,10 @@ class ConditionReason(StrEnum):
     OBJECT_TOO_LARGE = "ObjectTooLarge"
     """``Ready=False``: the object is larger than the operator keeps (the message names its size and the bound);
     nothing fires, no Jobs are made, until it is made smaller."""
+    QUARANTINED = "Quarantined"
+    """``Ready=False``: the operator could not read the object (nested too deeply, a value out of range, a field of
+    an unexpected type; the message says which kind of problem): it is kept as a stub, nothing fires and no Jobs
+    are made until a version that can be read replaces it (DESIGN §12.1)."""
 
 
 class CompleteReason(StrEnum):

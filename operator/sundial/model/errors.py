@@ -54,6 +54,16 @@ class ObjectTooLargeError(SpecError):
         )
 
 
+class ObjectQuarantinedError(SpecError):
+    """The operator could not read the object: the intake keeps it as a stub (no spec) and the planner refuses it
+    with ``Ready=False``, reason ``Quarantined`` (DESIGN §12.1). MESSAGE says what kind of problem (never the
+    object's values)."""
+
+    def __init__(self, *, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__([SpecProblem(path=OBJECT_PATH, message=message)])
+
+
 def _path(root: str, error: ErrorDetails) -> str:
     parts = [root] if root else []
     for item in error["loc"]:

@@ -10,7 +10,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from sundial import schedule
-from sundial.model.errors import ObjectTooLargeError, SpecError, SpecProblem, problems_from
+from sundial.model.errors import ObjectQuarantinedError, ObjectTooLargeError, SpecError, SpecProblem, problems_from
 from sundial.model.spec import ScheduledJobSpec
 from sundial.model.status import ScheduledJobStatus
 
@@ -21,6 +21,9 @@ KIND: Final = "ScheduledJob"
 TOO_LARGE_FIELD: Final = "sundial.dev/tooLarge"
 """A top-level field of a kept stub (never of an API object, whose schema prunes unknown fields):
 ``{"size": N, "limit": L}`` in place of the spec of an object over the operator's bound (DESIGN §11.1)."""
+QUARANTINED_FIELD: Final = "sundial.dev/quarantined"
+"""A top-level field of a kept stub: ``{"reason": R, "message": M}`` in place of the spec of an object the intake
+could not read (DESIGN §12.1)."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class ScheduledJob:
         )
         raw_spec = body.get("spec") or {}
         spec: ScheduledJobSpec | None = None
-        error: SpecError | None = _too_large(body.get(TOO_LARGE_FIELD))
+        error: SpecError | None = _too_large(body.get(TOO_LARGE_FIELD)) or _quarantined(body.get(QUARANTINED_FIELD))
         if error is None:
             try:
                 spec = (parse or parse_spec)(raw_spec)
@@ -90,6 +93,12 @@ def _too_large(marker: Any) -> ObjectTooLargeError | None:
     if not isinstance(marker, Mapping):
         return None
     return ObjectTooLargeError(size=int(marker.get("size") or 0), limit=int(marker.get("limit") or 0))
+
+
+def _quarantined(marker: Any) -> ObjectQuarantinedError | None:
+    if not isinstance(marker, Mapping):
+        return None
+    return ObjectQuarantinedError(reason=str(marker.get("reason") or ""), message=str(marker.get("message") or ""))
 
 
 def _maybe_time(value: Any) -> datetime | None:

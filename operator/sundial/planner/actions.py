@@ -73,6 +73,8 @@ class EventReason(StrEnum):
     handled, not copied into status (the annotation and the limit in the message)."""
     OBJECT_TOO_LARGE = "ObjectTooLarge"
     """Warning: the object is larger than the operator keeps (as condition ``Ready=False``)."""
+    QUARANTINED = "Quarantined"
+    """Warning: the operator could not read the object and keeps only a stub (as condition ``Ready=False``)."""
 
 
 CONDITION_EVENTS: Mapping[ConditionReason, EventReason] = MappingProxyType(
@@ -82,6 +84,7 @@ CONDITION_EVENTS: Mapping[ConditionReason, EventReason] = MappingProxyType(
         ConditionReason.CALENDAR_NOT_FOUND: EventReason.CALENDAR_NOT_FOUND,
         ConditionReason.INVALID_CALENDAR: EventReason.INVALID_CALENDAR,
         ConditionReason.OBJECT_TOO_LARGE: EventReason.OBJECT_TOO_LARGE,
+        ConditionReason.QUARANTINED: EventReason.QUARANTINED,
     }
 )
 """The Warning Event a ``Ready=False`` condition emits when it changes, by the condition's reason (the same

@@ -5,7 +5,8 @@ bad spec. The order of one pass:
 
 1. An invalid spec (``obj.spec is None``) only reports itself: ``Ready=False`` with reason
    ``InvalidSchedule`` (the first problem is under ``spec.schedule``, ``spec.timeZone`` or
-   ``spec.daylightSaving``), ``ObjectTooLarge`` (the store kept only a stub of an object over its bound)
+   ``spec.daylightSaving``), ``ObjectTooLarge`` (the store kept only a stub of an object over its bound),
+   ``Quarantined`` (the intake could not read the object and kept only a stub)
    or ``InvalidSpec``, the error text (naming the field) as message, and one
    Warning Event of that reason when the condition changes. No runs, no wake-up.
 2. A spec change (``generation != status.circuitGeneration``) closes an open dead-letter circuit.
@@ -43,7 +44,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType, Trigger
-from sundial.model.errors import ObjectTooLargeError
+from sundial.model.errors import ObjectQuarantinedError, ObjectTooLargeError
 from sundial.model.resource import ScheduledJob
 from sundial.model.status import ScheduledJobStatus
 from sundial.planner import summary
@@ -154,6 +155,8 @@ def _invalid(obj: ScheduledJob, context: Context) -> Plan:
     reason = ConditionReason.INVALID_SCHEDULE if first.startswith(_SCHEDULE_FIELDS) else ConditionReason.INVALID_SPEC
     if isinstance(error, ObjectTooLargeError):
         reason = ConditionReason.OBJECT_TOO_LARGE
+    elif isinstance(error, ObjectQuarantinedError):
+        reason = ConditionReason.QUARANTINED
     found = list(obj.status.conditions)
     generation = obj.metadata.generation
     changed = conditions.put(

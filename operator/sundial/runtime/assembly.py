@@ -31,14 +31,14 @@ from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.inflight import InFlight
 from sundial.runtime.coordination.leadership import Leadership, Sharding, member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import access, admission, certrotators, metricstls, probes, probethread
+from sundial.runtime.serving import access, admission, certrotators, frame, metricstls, probes, probethread
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
-from sundial.runtime.watch import informers
-from sundial.runtime.watch.intake import Intake
+from sundial.runtime.watch import intake, kinds
 from sundial.runtime.watch.keeping import object_bound
-from sundial.runtime.watch.listwatch import JOBS, SCHEDULED_JOBS, ListWatch
-from sundial.runtime.watch.readiness import InitialListing
+from sundial.runtime.watch.listwatch import ListWatch, Sink
+from sundial.runtime.watch.quarantine import Quarantine
+from sundial.runtime.watch.readiness import Readiness
 from sundial.runtime.watch.store import Key, Store
 from sundial.schedule import utcnow
 
@@ -63,7 +63,10 @@ class Parts:
     metrics: Metrics
     api: objects.ObjectsApi
     store: Store
-    listing: InitialListing
+    readiness: Readiness
+    """Ready once every informer has listed once."""
+    quarantine: Quarantine
+    """The objects the intake could not read (kept as stubs)."""
     recorder: EventRecorder
     in_flight: InFlight
     lease_changes: asyncio.Queue[LeaseChange]
@@ -71,11 +74,10 @@ class Parts:
     lease_thread: leasethread.LeaseThread
     reconciler: Reconciler
     dispatcher: Dispatcher
-    intake: Intake
     registry: Any
-    """kopf's registry: the ScheduledJobs' and ScheduleCalendars' informers (and the admission webhook, if on)."""
+    """kopf's registry: the login and, if on, the admission webhook (kopf watches nothing)."""
     informers: Sequence[ListWatch]
-    """The ScheduledJobs' and the Jobs' informers."""
+    """The ScheduledJobs', the Jobs' and the ScheduleCalendars' informers."""
     kopf_settings: Any
     logged_in: asyncio.Event
     stopping: asyncio.Event
@@ -114,7 +116,8 @@ async def build(
     api = objects.ObjectsApi(api_client=client, requester=requester)
     # One object's kept size is bounded (DESIGN §11.1): the jobTemplate bound plus a margin (watch/keeping.py).
     store = Store(max_object_bytes=object_bound(settings.webhook.max_job_template_bytes))
-    listing = InitialListing(store, listed={"schedulecalendars"})  # the informers of listwatch.py say when synced
+    readiness = Readiness()
+    quarantine = Quarantine(on_quarantine=metrics.intake.count_quarantined, on_size=metrics.intake.set_quarantined)
     in_flight = InFlight()
     lease_changes: asyncio.Queue[LeaseChange] = asyncio.Queue()
     lease_api = _lease_api(settings, configuration, metrics)
@@ -128,7 +131,93 @@ async def build(
         series_interval=settings.events.series_interval,
         on_fenced=functools.partial(_fenced, leadership),
     )
-    reconciler = Reconciler(
+    reconciler = _reconciler(
+        settings, store=store, api=api, leadership=leadership, recorder=recorder, metrics=metrics, planner=planner
+    )
+    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store, warm=api.warm)
+    logged_in = asyncio.Event()
+    registry = frame.registry(configuration=configuration, on_login=logged_in.set)
+    kopf_settings = frame.operator_settings()
+    rotator = _rotator(certificate, client, requester)
+    # The validating webhook, if --webhook-port; with CERTIFICATE it serves the operator-managed one.
+    admission.configure(kopf_settings, registry, settings.webhook, tls=rotator.tls if rotator else None)
+    stopping = asyncio.Event()
+    return Parts(
+        settings=settings,
+        client=client,
+        metrics=metrics,
+        api=api,
+        store=store,
+        readiness=readiness,
+        quarantine=quarantine,
+        recorder=recorder,
+        in_flight=in_flight,
+        lease_changes=lease_changes,
+        leadership=leadership,
+        lease_thread=lease_thread,
+        reconciler=reconciler,
+        dispatcher=dispatcher,
+        registry=registry,
+        informers=_informers(
+            settings,
+            client=client,
+            requester=requester,
+            metrics=metrics,
+            readiness=readiness,
+            sinks=_sinks(store, dispatcher, reconciler, quarantine),
+        ),
+        kopf_settings=kopf_settings,
+        logged_in=logged_in,
+        stopping=stopping,
+        apps=_apps(settings, metrics, client=client),
+        probes=_probes(settings, readiness, stopping),
+        rotator=rotator,
+    )
+
+
+def _sinks(
+    store: Store, dispatcher: Dispatcher, reconciler: Reconciler, quarantine: Quarantine
+) -> list[tuple[Any, Sink]]:
+    """Each collection with the sink its informer feeds."""
+    return [
+        (kinds.SCHEDULED_JOBS,
+         intake.ScheduledJobs(store=store, dispatcher=dispatcher, reconciler=reconciler, quarantine=quarantine)),
+        (kinds.JOBS, intake.Jobs(store=store, dispatcher=dispatcher, quarantine=quarantine)),
+        (kinds.SCHEDULE_CALENDARS, intake.ScheduleCalendars(store=store, dispatcher=dispatcher, quarantine=quarantine)),
+    ]  # fmt: skip
+
+
+def _informers(
+    settings: Settings,
+    *,
+    client: Any,
+    requester: requests.Requester,
+    metrics: Metrics,
+    readiness: Readiness,
+    sinks: Sequence[tuple[Any, Sink]],
+) -> list[ListWatch]:
+    """One informer per kind, feeding the store through its sink; ready once all have listed."""
+    source = watches.Watches(api_client=client, requester=requester)
+    made = [
+        ListWatch(watches=source, sink=sink, collection=collection, namespaces=settings.namespaces,
+                  on_synced=readiness.check, observer=metrics.intake)
+        for collection, sink in sinks
+    ]  # fmt: skip
+    readiness.wait_for(made)
+    return made
+
+
+def _reconciler(
+    settings: Settings,
+    *,
+    store: Store,
+    api: objects.ObjectsApi,
+    leadership: Leadership,
+    recorder: EventRecorder,
+    metrics: Metrics,
+    planner: Planner | None,
+) -> Reconciler:
+    return Reconciler(
         store=store,
         api=api,
         leadership=leadership,
@@ -141,58 +230,6 @@ async def build(
         crash_after_create=settings.test_crash_after_create,
         prepared_runs=settings.dispatch.prepared_runs,
     )
-    dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store, warm=api.warm)
-    intake = Intake(store=store, dispatcher=dispatcher, reconciler=reconciler, listing=listing)
-    logged_in = asyncio.Event()
-    registry = informers.registry(
-        configuration=configuration,
-        on_calendar=intake.calendar,
-        on_login=logged_in.set,
-    )
-    kopf_settings = informers.operator_settings()
-    rotator = _rotator(certificate, client, requester)
-    # The validating webhook, if --webhook-port; with CERTIFICATE it serves the operator-managed one.
-    admission.configure(kopf_settings, registry, settings.webhook, tls=rotator.tls if rotator else None)
-    stopping = asyncio.Event()
-    return Parts(
-        settings=settings,
-        client=client,
-        metrics=metrics,
-        api=api,
-        store=store,
-        listing=listing,
-        recorder=recorder,
-        in_flight=in_flight,
-        lease_changes=lease_changes,
-        leadership=leadership,
-        lease_thread=lease_thread,
-        reconciler=reconciler,
-        dispatcher=dispatcher,
-        intake=intake,
-        registry=registry,
-        informers=_informers(settings, client, requester, intake, listing),
-        kopf_settings=kopf_settings,
-        logged_in=logged_in,
-        stopping=stopping,
-        apps=_apps(settings, metrics, client=client),
-        probes=_probes(settings, listing, stopping),
-        rotator=rotator,
-    )
-
-
-def _informers(
-    settings: Settings, client: Any, requester: requests.Requester, intake: Intake, listing: InitialListing
-) -> list[ListWatch]:
-    """The ScheduledJobs' and the Jobs' own informers (not kopf's: docs/benchmarks.md), feeding the intake; not
-    ready before both have listed."""
-    source = watches.Watches(api_client=client, requester=requester)
-    made = [
-        ListWatch(watches=source, on_event=handler, namespaces=settings.namespaces, collection=collection,
-                  on_synced=listing.check)
-        for collection, handler in ((SCHEDULED_JOBS, intake.scheduled_job), (JOBS, intake.job))
-    ]  # fmt: skip
-    listing.wait_for(*made)
-    return made
 
 
 def _fenced(leadership: Leadership, token: str) -> None:
@@ -286,13 +323,13 @@ def _elector(settings: Settings, api: leasethread.DeferredLeaseApi, name: str) -
     )
 
 
-def _probes(settings: Settings, listing: InitialListing, stopping: asyncio.Event) -> probethread.ProbeThread | None:
+def _probes(settings: Settings, readiness: Readiness, stopping: asyncio.Event) -> probethread.ProbeThread | None:
     """The probe server, on its own thread: ``alive``/``ready`` read one Event flag each (thread-safe reads)."""
     if not settings.probes.health_port:
         return None
     webhook = settings.webhook
     listening = probes.listening(webhook.addr, webhook.port) if webhook.port else None
-    health = probes.health_app(alive=lambda: not stopping.is_set(), ready=listing.ready.is_set, webhook=listening)
+    health = probes.health_app(alive=lambda: not stopping.is_set(), ready=readiness.ready.is_set, webhook=listening)
     return probethread.ProbeThread(health, port=settings.probes.health_port)
 
 

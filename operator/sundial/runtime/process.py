@@ -20,11 +20,10 @@ from sundial.runtime.acting.reconciler import Planner
 from sundial.runtime.assembly import Parts, build
 from sundial.runtime.serving import certrotators, heap, probes
 from sundial.runtime.settings import Settings
-from sundial.runtime.watch import informers
 
 logger = logging.getLogger(__name__)
 
-#: Seconds kopf may take to wind down its watchers after the stop flag is set.
+#: Seconds kopf may take to wind down (its webhook server) after the stop flag is set.
 KOPF_STOP_TIMEOUT = 10.0
 #: Seconds, beyond the renew deadline, the lease thread may take to release the Leases at shutdown.
 LEASE_RELEASE_GRACE = 5.0
@@ -56,7 +55,6 @@ async def main(
 async def run(parts: Parts) -> int:
     """Run until a signal; release the Leases on the way out. Returns the process exit code."""
     settings = parts.settings
-    informers.use_fast_json()
     if parts.rotator is not None:  # before the webhook serves: the Secret, the caBundle and the served certificate
         await parts.rotator.prepare()
     if parts.probes is not None:  # its own thread: probes answer whatever the main loop is doing
@@ -66,7 +64,6 @@ async def run(parts: Parts) -> int:
         kopf.operator(
             registry=parts.registry,
             settings=parts.kopf_settings,
-            memories=informers.resource_memories(),
             clusterwide=not settings.namespaces,
             namespaces=list(settings.namespaces),
             standalone=True,
@@ -76,7 +73,6 @@ async def run(parts: Parts) -> int:
     )
     parts.lease_thread.start()
     tasks = [
-        asyncio.create_task(parts.listing.load(parts.api, settings.namespaces), name="initial listing"),
         *(asyncio.create_task(informer.run(), name=f"{informer.plural} informer") for informer in parts.informers),
         asyncio.create_task(parts.lease_thread.wait(), name="leases"),
         asyncio.create_task(follow_leases(parts), name="lease changes"),
@@ -143,8 +139,8 @@ async def _shut_down(
 
 async def _take_over_signals(parts: Parts) -> None:
     # kopf installs its SIGINT/SIGTERM handlers while it spawns its tasks (before it logs in) and only
-    # stops after its watchers wind down (seconds). Ours replace them once kopf is up: stop acting at
-    # once, and let kopf stop through its stop flag (the same event).
+    # stops after its tasks wind down. Ours replace them once kopf is up: stop acting at once, and let kopf
+    # stop through its stop flag (the same event).
     await parts.logged_in.wait()
     await asyncio.sleep(0.2)
     loop = asyncio.get_running_loop()
@@ -154,5 +150,5 @@ async def _take_over_signals(parts: Parts) -> None:
 
 
 async def _dispatch_when_ready(parts: Parts) -> None:
-    await parts.listing.ready.wait()
+    await parts.readiness.ready.wait()
     await parts.dispatcher.run(parts.stopping)

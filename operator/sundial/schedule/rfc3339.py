@@ -37,6 +37,7 @@ def parse_rfc3339(text: str, *, field: str) -> datetime:
     offset = match["offset"].upper().replace("Z", "+00:00")
     try:
         parsed = datetime.fromisoformat(f"{match['date']}T{match['time']}.{fraction}{offset}")
-    except ValueError as exc:
+        # In UTC a time near year 1 or 9999 may fall outside the years a datetime holds (OverflowError).
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
         raise ScheduleError(field, f"{text!r} is not a valid timestamp: {exc}") from None
-    return parsed.astimezone(UTC)

@@ -4,11 +4,8 @@ package, the installed version and the compat function to review."""
 
 from __future__ import annotations
 
-import inspect
-import re
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
@@ -16,7 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from kubernetes_asyncio import client
 
-from sundial.kube import codec, compat
+from sundial.kube import compat
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -37,12 +34,12 @@ def test_the_pins_are_the_versions_compat_was_checked_against(package: str) -> N
 
 
 def test_the_error_names_the_package_its_version_and_the_function_to_review() -> None:
-    error = compat.InternalChangedError("kopf", "kopf._cogs.clients.api.json.loads", "decode_watch_events_with")
-    installed = pins()["kopf"]
+    error = compat.InternalChangedError("aiohttp", "ClientSession._trust_env", "distrust_environment")
+    installed = pins()["aiohttp"]
     assert str(error) == (
-        f"kopf {installed} (Sundial was checked against {compat.CHECKED_AGAINST['kopf']}): "
-        "kopf._cogs.clients.api.json.loads is gone or changed; "
-        "review sundial.kube.compat.decode_watch_events_with for this kopf version"
+        f"aiohttp {installed} (Sundial was checked against {compat.CHECKED_AGAINST['aiohttp']}): "
+        "ClientSession._trust_env is gone or changed; "
+        "review sundial.kube.compat.distrust_environment for this aiohttp version"
     )
 
 
@@ -95,29 +92,3 @@ async def test_a_trace_config_added_to_an_open_session_sees_its_connections() ->
             async with session.get(server.make_url("/")) as response:
                 await response.read()
     assert seen == ["created", "reused"]
-
-
-async def test_kopf_recalls_through_ephemeral_memories_keep_nothing() -> None:
-    from kopf._core.reactor import inventory  # noqa: PLC0415 - the internal under test
-
-    body: dict[str, Any] = {"metadata": {"uid": "u-1", "name": "a", "namespace": "ns"}}
-    remembering = inventory.ResourceMemories()
-    assert await remembering.recall(body) is await remembering.recall(body)
-    memories = compat.ephemeral_memories()
-    assert await memories.recall(body) is not await memories.recall(body)
-    assert list(memories.iter_all_memories()) == []
-
-
-def test_kopf_decodes_watch_lines_with_its_module_level_json_loads_only() -> None:
-    from kopf._cogs.clients import api  # noqa: PLC0415 - the internal under test
-
-    source = inspect.getsource(api)
-    used = set(re.findall(r"(?<![\w.])json\.(\w+)", source))
-    assert used == {"loads"}, (
-        f"kopf._cogs.clients.api now uses json.{sorted(used)}: review sundial.kube.compat.decode_watch_events_with"
-    )
-    original = compat.decode_watch_events_with(codec.loads)
-    try:
-        assert api.json.loads is codec.loads
-    finally:
-        api.json = original

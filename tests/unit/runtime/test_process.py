@@ -84,7 +84,7 @@ async def test_the_settings_reach_the_parts(tmp_path: Path) -> None:
         assert built.apps == []  # /metrics off; the probes are served on their own thread
         assert built.probes is not None and built.probes.port == 18081
         assert built.kopf_settings.admission.server is None  # --webhook-port 0
-        assert [informer.plural for informer in built.informers] == ["scheduledjobs", "jobs"]  # not kopf's
+        assert [informer.plural for informer in built.informers] == ["scheduledjobs", "jobs", "schedulecalendars"]
         assert built.lease_changes.empty()
         assert not built.stopping.is_set()
     finally:
@@ -92,10 +92,10 @@ async def test_the_settings_reach_the_parts(tmp_path: Path) -> None:
 
 
 async def test_watch_events_go_into_the_store_and_wake_the_dispatcher(parts: assembly.Parts) -> None:
-    parts.intake.scheduled_job("ADDED", scheduled_job())
+    parts.informers[0].sink.apply("ADDED", scheduled_job())
     assert parts.store.uid(KEY) == UID
     assert KEY in parts.dispatcher.index
-    parts.intake.scheduled_job("DELETED", scheduled_job())
+    parts.informers[0].sink.apply("DELETED", scheduled_job())
     assert parts.store.scheduled_job(KEY) is None
     assert KEY not in parts.dispatcher.index
 
@@ -115,14 +115,14 @@ async def test_the_dispatcher_runs_passes_of_the_reconciler_counted_in_flight_fo
         return None
 
     monkeypatch.setattr(parts.reconciler, "reconcile", reconcile)
-    parts.intake.scheduled_job("ADDED", scheduled_job())
+    parts.informers[0].sink.apply("ADDED", scheduled_job())
     await asyncio.wait_for(parts.dispatcher.run(parts.stopping), timeout=10)
     assert seen == [(KEY, False)]  # in flight during the pass: the shard had not drained
     await asyncio.wait_for(parts.in_flight.drained(shard), timeout=1)
 
 
 async def test_a_shard_this_replica_starts_holding_wakes_its_objects(parts: assembly.Parts) -> None:
-    parts.intake.scheduled_job("ADDED", scheduled_job())
+    parts.informers[0].sink.apply("ADDED", scheduled_job())
     parts.dispatcher.forget(KEY)
     shard = fencing.shard_of(UID, 3)
     following = asyncio.create_task(process.follow_leases(parts))

@@ -114,7 +114,15 @@ def test_parse_rfc3339_returns_utc(text: str, expected: datetime) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["2026-12-24T18:00:00", "2026-12-24", "tomorrow", "2026-13-01T00:00:00Z", "2026-12-24T18:00:00+25:00"],
+    [
+        "2026-12-24T18:00:00",
+        "2026-12-24",
+        "tomorrow",
+        "2026-13-01T00:00:00Z",
+        "2026-12-24T18:00:00+25:00",
+        "0001-01-01T00:00:00+01:00",  # before year 1 in UTC: a ScheduleError, never an OverflowError
+        "9999-12-31T23:59:59-01:00",  # after year 9999 in UTC
+    ],
 )
 def test_parse_rfc3339_requires_a_valid_timestamp_with_offset(text: str) -> None:
     with pytest.raises(ScheduleError) as caught:

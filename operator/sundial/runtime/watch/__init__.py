@@ -1,8 +1,10 @@
-"""The watch wing: what the operator knows of the cluster, fed by the API server's watch streams.
+"""The watch wing - the intake: what the operator knows of the cluster, fed by its own informers.
 
-It owns kopf's wiring as an informer only (:mod:`.informers`: login, two ``on.event`` handlers, no
-annotations, finalizers or progress writes), what each event does (:mod:`.intake`: keep the object and wake
-its key), the in-memory view of ScheduledJobs and their Jobs (:mod:`.store`, :mod:`.jobs`) and "ready once
-the initial state is indexed" (:mod:`.readiness`). It may import the layers below the runtime (kube,
-planner, model, schedule) and :mod:`sundial.runtime.settings`; it never imports another wing.
+One informer per kind (ScheduledJobs, their Jobs, ScheduleCalendars: :mod:`.kinds`), all the same design
+(:mod:`.listwatch`: paged LIST, WATCH with bookmarks, resume, relist on 410, a relist replaces; :mod:`.paging`,
+:mod:`.backoff`); what each object does (:mod:`.intake`: keep it and wake its key), and what happens to one that
+cannot be read (:mod:`.quarantine`); the in-memory view (:mod:`.store`, :mod:`.keeping`, :mod:`.jobs`,
+:mod:`.calendars`) and "ready once every informer has listed" (:mod:`.readiness`). kopf is not used here. It may
+import the layers below the runtime (kube, planner, model, schedule) and :mod:`sundial.runtime.settings`; it
+never imports another wing.
 """

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sundial.model.calendars import ScheduleCalendar, ScheduleCalendarSpec
+from sundial.model.errors import OBJECT_PATH, SpecError, SpecProblem
 
 Key = tuple[str, str]
 """(namespace, name) of a ScheduledJob or of a ScheduleCalendar."""
@@ -44,13 +45,29 @@ class Calendars:
         self._versions[key] = str((body.get("metadata") or {}).get("resourceVersion") or "")
         return set(self._referring.get(key, ()))
 
+    def put_unreadable(self, *, namespace: str, name: str, resource_version: str, message: str) -> set[Key]:
+        """Keep a calendar the intake could not read as an invalid one (its referrers report ``InvalidCalendar``
+        with MESSAGE); returns the ScheduledJob keys that refer to it."""
+        key = (namespace, name)
+        error = SpecError([SpecProblem(path=OBJECT_PATH, message=message)])
+        self._calendars[key] = ScheduleCalendar(namespace=namespace, name=name, spec=None, error=error)
+        self._versions[key] = resource_version
+        return set(self._referring.get(key, ()))
+
     def drop(self, body: Mapping[str, Any]) -> set[Key]:
         """Forget a deleted calendar; returns the ScheduledJob keys that refer to it (to wake)."""
         meta = body.get("metadata") or {}
-        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        return self.drop_key((str(meta.get("namespace", "")), str(meta.get("name", ""))))
+
+    def drop_key(self, key: Key) -> set[Key]:
+        """Forget the calendar KEY; returns the ScheduledJob keys that refer to it (to wake)."""
         self._calendars.pop(key, None)
         self._versions.pop(key, None)
         return set(self._referring.get(key, ()))
+
+    def names(self, namespace: str | None) -> set[Key]:
+        """(namespace, name) of the calendars kept from NAMESPACE (None: all)."""
+        return {key for key in self._calendars if namespace is None or key[0] == namespace}
 
     def refer(self, key: Key, names: Sequence[str]) -> None:
         """Record that the ScheduledJob ``key`` refers to the calendars ``names`` of its namespace (only)."""

@@ -10,28 +10,32 @@ Memory (every replica holds every object): a ScheduledJob is kept as the compres
 :meth:`sundial.model.ScheduledJob.from_dict` reads (:mod:`.keeping`: ``spec``, ``status``, the metadata fields
 of :class:`sundial.model.ObjectMeta` with only the token annotations, each bounded) and decoded again for each
 pass; an object whose kept JSON is over the store's ``max_object_bytes`` (:func:`.keeping.object_bound`) is kept
-as a stub the planner refuses with ``Ready=False``, reason ``ObjectTooLarge``. The JSON is deflated
-(:class:`_Codec`). A Job is kept only as the :class:`ObservedJob` the planner is given (a Job body is larger
-still). The UIDs seen for readiness are kept only until the initial state is indexed
-(:meth:`Store.stop_tracking_uids`). ``spec.priority`` is kept beside the blob, in a dict holding only the
+as a stub the planner refuses with ``Ready=False``, reason ``ObjectTooLarge``; one the intake could not read at all
+is kept as a stub with reason ``Quarantined`` (:meth:`Store.put_quarantined`, :mod:`.quarantine`). The JSON is deflated
+(:class:`.blobs.Codec`). A Job is kept only as the :class:`ObservedJob` the planner is given (a Job body is larger
+still), indexed by (namespace, name) too, so a relist finds what vanished. A tombstone is kept only while its
+owner is stored (nobody else would ever free it). A Job finds its owner by its label value: the name itself, or,
+for names over 63 characters, a hashed value the store indexes when the owner is stored (never a scan).
+``spec.priority`` is kept beside the blob, in a dict holding only the
 objects whose priority is not 0, so dispatch orders keys without decoding anything. The sizes per object,
 measured with ``python -m bench.memory``, are in docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
 
 from sundial.model import names
-from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType
+from sundial.model.resource import QUARANTINED_FIELD
 from sundial.model.spec import MAX_PRIORITY, MIN_PRIORITY
-from sundial.planner.observed import ObservedJob
-from sundial.runtime.watch import jobs, keeping
+from sundial.planner.observed import FailureReason, JobPhase, ObservedJob
+from sundial.runtime.watch import jobs, keeping, quarantine
+from sundial.runtime.watch.blobs import Codec
 from sundial.runtime.watch.calendars import Calendars, refs_of
 
 Key = tuple[str, str]
@@ -40,76 +44,6 @@ Key = tuple[str, str]
 
 KEPT_METADATA = keeping.KEPT_METADATA
 KEPT_ANNOTATIONS = keeping.KEPT_ANNOTATIONS
-
-
-#: A typical ScheduledJob (field names, common values): the start of the compression dictionary.
-_TYPICAL: dict[str, Any] = {
-    "metadata": {"name": "", "namespace": "", "uid": "", "generation": 1, "resourceVersion": "",
-                 "creationTimestamp": "", "annotations": {names.TRIGGER_ANNOTATION: "", names.REDRIVE_ANNOTATION: ""}},
-    "spec": {
-        "schedule": "0 0 * * *", "timeZone": "UTC", "suspend": False, "concurrencyPolicy": "Forbid",
-        "startingDeadlineSeconds": 0, "jitter": "0s", "catchUp": {"window": "1h", "policy": "Latest", "maxRuns": 10},
-        "daylightSaving": {"skippedTime": "Auto", "repeatedTime": "Auto"},
-        "retry": {"maxAttempts": 3, "backoff": {"initial": "30s", "factor": 2, "max": "10m"}, "maxRunAge": "1h"},
-        "deadLetter": {"keep": 10, "suspendAfter": 0}, "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
-        "jobTemplate": {"metadata": {"labels": {"app.kubernetes.io/name": ""}, "annotations": {}}, "spec": {
-            "backoffLimit": 0, "activeDeadlineSeconds": 3600, "ttlSecondsAfterFinished": 600, "template": {
-                "metadata": {"labels": {}, "annotations": {}}, "spec": {
-                    "restartPolicy": "Never", "serviceAccountName": "", "terminationGracePeriodSeconds": 30,
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {
-                        "type": "RuntimeDefault"}},
-                    "containers": [{"name": "main", "image": "", "imagePullPolicy": "IfNotPresent",
-                                    "command": ["sh", "-c", ""], "args": [], "env": [{"name": "", "value": ""}],
-                                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
-                                                  "limits": {"memory": "256Mi"}},
-                                    "securityContext": {"allowPrivilegeEscalation": False,
-                                                        "readOnlyRootFilesystem": True,
-                                                        "capabilities": {"drop": ["ALL"]}}}]}}}},
-    },
-    "status": {
-        "active": [], "conditions": [
-            {"lastTransitionTime": "", "message": "", "observedGeneration": 1,
-             "reason": ConditionReason.NOT_SUSPENDED, "status": ConditionStatus.FALSE, "type": ConditionType.SUSPENDED},
-            {"lastTransitionTime": "", "message": "", "observedGeneration": 1,
-             "reason": ConditionReason.NO_DEAD_LETTERS, "status": ConditionStatus.FALSE,
-             "type": ConditionType.DEAD_LETTERED},
-            {"lastTransitionTime": "", "message": "next run at ", "observedGeneration": 1,
-             "reason": ConditionReason.SCHEDULED, "status": ConditionStatus.TRUE, "type": ConditionType.READY}],
-        "consecutiveDeadLetters": 0,
-        "counters": {"deadLettered": 0, "failed": 0, "missed": 0, "retried": 0, "runs": 0, "skipped": 0,
-                     "succeeded": 0},
-        "deadLetters": [], "lastScheduleTime": "", "lastSuccessfulTime": "", "nextScheduleTime": "",
-        "observedGeneration": 1, "pendingRetries": [], "recentRuns": [], "scheduleCursor": "",
-    },
-}  # fmt: skip
-#: The first object's own JSON joins the dictionary only if it is at most this long (zlib's window is 32 KB).
-_FIRST_OBJECT_LIMIT = 16 * 1024
-
-
-class _Codec:
-    """Raw deflate (level 1) against a preset dictionary: a typical ScheduledJob, then the first one stored.
-
-    Objects of one cluster are mostly alike (generated from a few templates), so most of a body is found
-    in the dictionary: with the bench's captured object 2.3 KB of JSON become ~0.1 KB, and ~0.7 KB
-    against the typical object alone; ~10 µs to compress, a few µs to decompress (measured). The dictionary
-    is fixed once the first object is stored (every kept blob needs the same one)."""
-
-    def __init__(self) -> None:
-        self._zdict: bytes | None = None
-
-    def encode(self, raw: bytes) -> bytes:
-        """Compress RAW, a kept object's compact JSON."""
-        if self._zdict is None:
-            first = raw if len(raw) <= _FIRST_OBJECT_LIMIT else b""
-            self._zdict = orjson.dumps(_TYPICAL) + first
-        packer = zlib.compressobj(1, zlib.DEFLATED, -zlib.MAX_WBITS, 8, zlib.Z_DEFAULT_STRATEGY, self._zdict)
-        return packer.compress(raw) + packer.flush()  # a new bytes object of exactly this size
-
-    def decode(self, blob: bytes) -> Any:
-        if self._zdict is None:
-            raise RuntimeError("nothing was encoded with this codec")
-        unpacker = zlib.decompressobj(-zlib.MAX_WBITS, self._zdict)
-        return orjson.loads(unpacker.decompress(blob) + unpacker.flush())
 
 
 #: Bytes of the clear header's length in front of a kept ScheduledJob.
@@ -157,11 +91,13 @@ class Store:
         self._scheduled_jobs: dict[Key, bytes] = {}
         self._priorities: dict[Key, int] = {}
         """``spec.priority`` of the keys whose priority is not 0 (most objects keep the default)."""
-        self._codec = _Codec()
+        self._codec = Codec()
         self._jobs: dict[tuple[str, str], dict[str, ObservedJob]] = {}
+        self._job_groups: dict[tuple[str, str], tuple[str, str]] = {}
+        """(namespace, Job name) -> the Job's group (namespace, label value): what a relist compares."""
         self._tombstones: dict[tuple[str, str], dict[str, ObservedJob]] = {}
-        self._seen: set[str] | None = set()
-        self._fresh: list[str] = []
+        self._label_owners: dict[tuple[str, str], Key] = {}
+        """(namespace, hashed label value) -> the key of a ScheduledJob whose name is over 63 characters."""
         self.calendars = Calendars()
         """ScheduleCalendars and the reverse index calendar -> referring ScheduledJob keys."""
 
@@ -176,15 +112,39 @@ class Store:
         clear = f"{meta.get('uid', '')} {meta.get('resourceVersion', '')}".encode()
         header = len(clear).to_bytes(_HEADER_LENGTH, "big") + clear
         kept, raw = keeping.bounded(body, limit=self.max_object_bytes)
-        self._scheduled_jobs[key] = header + self._codec.encode(raw)
+        self._keep(key, header + self._codec.encode(raw), kept)
+        return key
+
+    def put_quarantined(
+        self, *, namespace: str, name: str, uid: str, resource_version: str, reason: str, message: str,
+        generation: int = 0, status: Any = None,
+    ) -> Key:  # fmt: skip
+        """Keep the stub of a ScheduledJob the intake could not read: its metadata, the status if it can be kept,
+        and :data:`sundial.model.resource.QUARANTINED_FIELD` (the planner reports it ``Quarantined``)."""
+        key: Key = (sys.intern(namespace), name)
+        meta = {"name": name, "namespace": namespace, "uid": uid, "resourceVersion": resource_version,
+                "generation": generation}  # fmt: skip
+        stub: dict[str, Any] = {"metadata": meta, QUARANTINED_FIELD: {"reason": reason, "message": message}}
+        try:
+            raw = orjson.dumps(stub | ({"status": status} if isinstance(status, Mapping) else {}))
+        except (TypeError, ValueError):  # the status cannot be kept either: a fresh one is written
+            raw = orjson.dumps(stub)
+        clear = f"{uid} {resource_version}".encode()
+        self._keep(key, len(clear).to_bytes(_HEADER_LENGTH, "big") + clear + self._codec.encode(raw), stub)
+        return key
+
+    def _keep(self, key: Key, blob: bytes, kept: Mapping[str, Any]) -> None:
+        new = key not in self._scheduled_jobs
+        self._scheduled_jobs[key] = blob
         self.calendars.refer(key, refs_of(kept))
         priority = priority_of(kept)
         if priority:
             self._priorities[key] = priority
         else:
             self._priorities.pop(key, None)
-        self._seen_uid(body)
-        return key
+        if new and len(key[1]) > names.MAX_LABEL_LENGTH:
+            for value in names.scheduled_job_label_values(key[1]):
+                self._label_owners[(key[0], value)] = key
 
     def keep_newer(self, body: Mapping[str, Any], *, read_version: str) -> None:
         """Keep BODY - what a status write returned, or a fresh read after a conflict - unless the watch has
@@ -194,12 +154,22 @@ class Store:
         Nothing kept (the watch saw it deleted meanwhile): nothing to bring back either."""
         kept = self._scheduled_jobs.get(key_of(body))
         if kept is not None and _version(kept) == read_version:
-            self.put_scheduled_job(body)
+            try:
+                self.put_scheduled_job(body)
+            except Exception:
+                return
 
     def view(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """BODY as the store would keep it (what a pass plans from): a body the API returned to a write or a
-        read is planned exactly as its watch event would be (an object over the bound stays a stub)."""
-        return keeping.bounded(body, limit=self.max_object_bytes)[0]
+        read is planned exactly as its watch event would be (an object over the bound stays a stub, one that cannot
+        be read is its quarantine stub)."""
+        try:
+            return keeping.bounded(body, limit=self.max_object_bytes)[0]
+        except Exception as error:
+            stub = quarantine.stub_of("ScheduledJob", body, error)
+            meta = {"name": stub.name, "namespace": stub.namespace, "uid": stub.uid,
+                    "resourceVersion": stub.resource_version, "generation": stub.generation}  # fmt: skip
+            return {"metadata": meta, QUARANTINED_FIELD: {"reason": stub.reason, "message": stub.message}}
 
     def kept_bytes(self, key: Key) -> int:
         """Bytes the store holds for KEY's ScheduledJob (compressed; 0 if none): what the bound limits."""
@@ -215,22 +185,33 @@ class Store:
 
     def drop_scheduled_job(self, body: Mapping[str, Any]) -> Key:
         key = key_of(body)
+        self.forget_scheduled_job(key)
+        return key
+
+    def forget_scheduled_job(self, key: Key) -> None:
+        """Forget the ScheduledJob KEY (deleted) and the tombstones of its Jobs (nobody needs them now)."""
         self._scheduled_jobs.pop(key, None)
         self.calendars.forget(key)
         self._priorities.pop(key, None)
-        self._seen_uid(body)
-        return key
+        for group in self._groups(key):
+            self._tombstones.pop(group, None)
+            if self._label_owners.get(group) == key:
+                del self._label_owners[group]
+
+    def scheduled_job_names(self, namespace: str | None) -> set[Key]:
+        """The keys of the ScheduledJobs kept from NAMESPACE (None: all)."""
+        if namespace is None:
+            return set(self._scheduled_jobs)
+        return {key for key in self._scheduled_jobs if key[0] == namespace}
 
     # ScheduleCalendars -----------------------------------------------------------------------------
 
     def put_calendar(self, body: Mapping[str, Any]) -> set[Key]:
         """Keep a ScheduleCalendar; returns the keys of the ScheduledJobs that refer to it."""
-        self._seen_uid(body)
         return self.calendars.put(body)
 
     def drop_calendar(self, body: Mapping[str, Any]) -> set[Key]:
         """Forget a deleted ScheduleCalendar; returns the keys of the ScheduledJobs that refer to it."""
-        self._seen_uid(body)
         return self.calendars.drop(body)
 
     def scheduled_job(self, key: Key) -> dict[str, Any] | None:
@@ -273,38 +254,75 @@ class Store:
         group = self._group(body)
         if group is None:
             return None
-        namespace, label = group
-        direct = (namespace, label)
-        if direct in self._scheduled_jobs:
-            return direct
-        for key in self._scheduled_jobs:  # shortened label values of names over 63 characters (either hash)
-            if key[0] == namespace and label in names.scheduled_job_label_values(key[1]):
-                return key
-        return direct
+        return self._owner_of_group(group)
+
+    def _owner_of_group(self, group: tuple[str, str]) -> Key:
+        if group in self._scheduled_jobs:
+            return group
+        # A shortened label value of a name over 63 characters (either hash): indexed when its owner was kept.
+        return self._label_owners.get(group, group)
 
     def put_job(self, body: Mapping[str, Any]) -> Key | None:
         group = self._group(body)
-        self._seen_uid(body)
         if group is None:
             return None
         observed = jobs.observe(body)
+        ident = (group[0], observed.name)
+        before = self._job_groups.get(ident)
+        if before is not None and before != group:  # relabelled: no longer in its old group
+            self._remove_live(before, observed.name)
         self._jobs.setdefault(group, {})[observed.name] = observed
+        self._job_groups[ident] = group
         self._tombstones.get(group, {}).pop(observed.name, None)
-        return self.owner_of(body)
+        return self._owner_of_group(group)
 
     def drop_job(self, body: Mapping[str, Any]) -> Key | None:
         """Forget a deleted Job but keep its tombstone (see the module docstring)."""
         group = self._group(body)
-        self._seen_uid(body)
         if group is None:
             return None
-        name = str((body.get("metadata") or {}).get("name", ""))
-        live = self._jobs.get(group, {})
-        live.pop(name, None)
-        if not live:
-            self._jobs.pop(group, None)
-        self._tombstones.setdefault(group, {})[name] = jobs.observe(body, deleted=True)
-        return self.owner_of(body)
+        observed = jobs.observe(body, deleted=True)
+        return self._bury(group, observed)
+
+    def vanish_job(self, namespace: str, name: str) -> Key | None:
+        """The Job NAME was deleted while nobody watched (a relist did not return it): forget it as
+        :meth:`drop_job` does, from what was last seen of it (unfinished: ``DELETED``, JobLost)."""
+        group = self._job_groups.get((namespace, name))
+        last = self._jobs.get(group, {}).get(name) if group is not None else None
+        if group is None or last is None:
+            return None
+        if last.phase is JobPhase.ACTIVE:
+            last = dataclasses.replace(
+                last,
+                phase=JobPhase.DELETED,
+                failure_reason=FailureReason.JOB_LOST,
+                failure_message="the Job was deleted before it finished",
+            )
+        return self._bury(group, last)
+
+    def _bury(self, group: tuple[str, str], tomb: ObservedJob) -> Key:
+        self._remove_live(group, tomb.name)
+        self._job_groups.pop((group[0], tomb.name), None)
+        owner = self._owner_of_group(group)
+        if owner in self._scheduled_jobs:  # only an owner's pass ever frees a tombstone
+            self._tombstones.setdefault(group, {})[tomb.name] = tomb
+        return owner
+
+    def _remove_live(self, group: tuple[str, str], name: str) -> None:
+        live = self._jobs.get(group)
+        if live is not None:
+            live.pop(name, None)
+            if not live:
+                del self._jobs[group]
+
+    def job_names(self, namespace: str | None) -> set[tuple[str, str]]:
+        """(namespace, name) of the live Jobs kept from NAMESPACE (None: all)."""
+        if namespace is None:
+            return set(self._job_groups)
+        return {ident for ident in self._job_groups if ident[0] == namespace}
+
+    def tombstone_count(self) -> int:
+        return sum(len(tombs) for tombs in self._tombstones.values())
 
     @staticmethod
     def _groups(key: Key) -> list[tuple[str, str]]:
@@ -332,28 +350,3 @@ class Store:
 
     def tombstones(self, key: Key) -> list[str]:
         return sorted(name for group in self._groups(key) for name in self._tombstones.get(group, {}))
-
-    # Readiness -------------------------------------------------------------------------------------
-
-    def _seen_uid(self, body: Mapping[str, Any]) -> None:
-        if self._seen is None:
-            return
-        uid = (body.get("metadata") or {}).get("uid")
-        if uid:
-            self._seen.add(str(uid))
-            self._fresh.append(str(uid))
-
-    def has_seen(self, uid: str) -> bool:
-        """True once any event for this UID (ScheduledJob or Job) was indexed (until tracking stops)."""
-        return self._seen is not None and uid in self._seen
-
-    def take_seen(self) -> list[str]:
-        """The UIDs indexed since the last call (so readiness looks at each one once)."""
-        fresh, self._fresh = self._fresh, []
-        return fresh
-
-    def stop_tracking_uids(self) -> None:
-        """Readiness no longer needs the UIDs seen: forget them, and record no more (every Job ever seen
-        would otherwise stay in this set for the life of the process)."""
-        self._seen = None
-        self._fresh = []

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.unit.runtime.watch.feeds import Feed, Recorder
+
 from sundial.runtime.watch.calendars import Calendars, refs_of
-from sundial.runtime.watch.intake import Intake
-from sundial.runtime.watch.store import Key, Store
+from sundial.runtime.watch.store import Store
 
 
 def scheduled_job(name: str, refs: list[Any], *, namespace: str = "team-a", version: str = "1") -> dict[str, Any]:
@@ -23,24 +24,9 @@ def calendar(name: str, *, namespace: str = "team-a", dates: tuple[str, ...] = (
     }
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.touched: list[Key] = []
-        self.checks = 0
-
-    def touch(self, key: Key) -> None:
-        self.touched.append(key)
-
-    def forget(self, key: Key) -> None:
-        pass
-
-    def check(self) -> None:
-        self.checks += 1
-
-
-def intake() -> tuple[Intake, Store, Recorder]:
-    store, recorder = Store(), Recorder()
-    return Intake(store=store, dispatcher=recorder, reconciler=recorder, listing=recorder), store, recorder
+def intake() -> tuple[Feed, Store, Recorder]:
+    feed = Feed()
+    return feed, feed.store, feed.dispatcher
 
 
 def test_a_calendar_event_wakes_every_scheduled_job_that_refers_to_it_and_no_other() -> None:
@@ -49,7 +35,7 @@ def test_a_calendar_event_wakes_every_scheduled_job_that_refers_to_it_and_no_oth
         feed.scheduled_job("ADDED", scheduled_job(name, ["holidays"]))
     feed.scheduled_job("ADDED", scheduled_job("other", ["freeze"]))
     feed.scheduled_job("ADDED", scheduled_job("elsewhere", ["holidays"], namespace="team-b"))
-    recorder.touched.clear()
+    recorder.calls.clear()
 
     feed.calendar("MODIFIED", calendar("holidays"))
 
@@ -60,7 +46,7 @@ def test_a_scheduled_job_waiting_for_a_missing_calendar_is_woken_when_it_is_crea
     feed, store, recorder = intake()
     feed.scheduled_job("ADDED", scheduled_job("a", ["holidays"]))
     assert store.calendars.for_object("team-a", ["holidays"]) == {}
-    recorder.touched.clear()
+    recorder.calls.clear()
 
     feed.calendar("ADDED", calendar("holidays"))
     assert recorder.touched == [("team-a", "a")]

@@ -1,13 +1,11 @@
-"""What keeps the operator's memory flat at scale: kopf settings, no per-object kopf memories, heap trims."""
+"""What keeps the operator's memory flat at scale: heap trims, no per-object entries for idle objects."""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import kopf
 import pytest
 
 from sundial.model.enums import Trigger
@@ -17,31 +15,11 @@ from sundial.runtime.coordination import electors
 from sundial.runtime.coordination.leadership import Leadership, Sharding
 from sundial.runtime.serving import heap
 from sundial.runtime.serving.metrics import Metrics
-from sundial.runtime.watch import informers
 from sundial.runtime.watch.store import Store
 
 
 def body(uid: str) -> dict[str, Any]:
     return {"metadata": {"uid": uid, "name": uid, "namespace": "ns"}}
-
-
-def test_kopf_lists_in_pages_and_idle_workers_exit_soon() -> None:
-    settings = informers.operator_settings()
-    assert settings.watching.chunk_size == 500
-    assert settings.queueing.idle_timeout <= 1.0
-
-
-async def test_kopf_remembers_nothing_per_object() -> None:
-    memories = informers.resource_memories()
-    first = await memories.recall(body("a"), noticed_by_listing=True)
-    again = await memories.recall(raw_body=body("a"), memobase=kopf.Memo())
-    assert first is not again
-    assert list(memories.iter_all_memories()) == []
-    await memories.forget(body("a"))  # a DELETED event: nothing to forget, no error
-
-
-def test_kopf_operator_takes_the_memories() -> None:
-    assert "memories" in inspect.signature(kopf.operator).parameters
 
 
 def test_trim_works_on_this_c_library() -> None:

@@ -201,6 +201,7 @@ def test_jobs_are_kept_as_what_the_planner_is_given() -> None:
 
 def test_tombstones_are_unaffected() -> None:
     store = Store()
+    store.put_scheduled_job(scheduled_job())  # a tombstone is kept only while its owner is
     store.put_job(_job("nightly-a"))
     store.drop_job(_job("nightly-a"))
     [tomb] = store.observed_jobs(KEY)
@@ -211,16 +212,6 @@ def test_tombstones_are_unaffected() -> None:
     store.drop_job(_job("nightly-a"))
     store.prune_tombstones(KEY, still_needed=set())
     assert store.observed_jobs(KEY) == []
-
-
-def test_uids_are_remembered_only_until_tracking_stops() -> None:
-    store = Store()
-    store.put_scheduled_job(scheduled_job())
-    store.put_job(_job("nightly-a"))
-    assert store.has_seen("0b5d1a10-0000-4000-8000-000000000001") and store.has_seen("uid-nightly-a")
-    store.stop_tracking_uids()
-    store.put_job(_job("nightly-b"))
-    assert not store.has_seen("uid-nightly-a") and not store.has_seen("uid-nightly-b")
 
 
 def test_kept_bodies_are_compressed_and_decode_exactly() -> None:
@@ -270,17 +261,6 @@ def test_the_uid_is_read_without_decoding_the_body() -> None:
     store.put_scheduled_job(odd)
     assert store.uid(("team-a", "odd")) == "ü-" + "x" * 300
     assert store.scheduled_job(("team-a", "odd")) == slim_scheduled_job(odd)
-
-
-def test_take_seen_hands_out_each_uid_once() -> None:
-    store = Store()
-    store.put_scheduled_job(scheduled_job())
-    store.put_job(_job("nightly-a"))
-    assert store.take_seen() == ["0b5d1a10-0000-4000-8000-000000000001", "uid-nightly-a"]
-    assert store.take_seen() == []
-    store.stop_tracking_uids()
-    store.put_job(_job("nightly-b"))
-    assert store.take_seen() == []
 
 
 def test_holds_compares_the_resource_version_without_decoding() -> None:
