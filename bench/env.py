@@ -290,11 +290,39 @@ def start_operator(
 # -- the independent watch ---------------------------------------------------------------------------------
 
 
+class JsonLines:
+    """The records of a JSON-lines file another process appends to, read incrementally: each :meth:`read` parses
+    only the complete lines added since the last one (a line being written waits for the next call). The herd
+    polls its watcher's file every half second through many repetitions; re-reading the whole file each time made
+    the bench's own CPU grow with every repetition, on the cores the contenders share."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._records: list[dict[str, Any]] = []
+        self._offset = 0
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every record so far (a new list)."""
+        if self.path.exists():
+            with self.path.open("rb") as source:
+                source.seek(self._offset)
+                added = source.read()
+            complete = added[: added.rfind(b"\n") + 1]
+            self._offset += len(complete)
+            for line in complete.splitlines():
+                try:
+                    self._records.append(json.loads(line))
+                except ValueError:
+                    continue
+        return list(self._records)
+
+
 class JobWatch:
     """``python -m bench.watcher`` in its own process; :meth:`records` reads what it wrote so far."""
 
     def __init__(self, kubeconfig: Path, out: Path) -> None:
         self.out = out
+        self._lines = JsonLines(out)
         out.unlink(missing_ok=True)  # never mix in an earlier run's records (same namespaces and Job names)
         ready = out.with_suffix(out.suffix + ".ready")
         ready.unlink(missing_ok=True)
@@ -306,15 +334,7 @@ class JobWatch:
             time.sleep(0.1)
 
     def records(self) -> list[dict[str, Any]]:
-        if not self.out.exists():
-            return []
-        result = []
-        for line in self.out.read_text(encoding="utf-8").splitlines():
-            try:
-                result.append(json.loads(line))
-            except ValueError:
-                continue  # a line being written
-        return result
+        return self._lines.read()
 
     def close(self) -> None:
         self.process.terminate()

@@ -1,13 +1,21 @@
 """herd (and cost): N objects all due at the same instant, per contender, on one fresh sandbox.
 
-Contenders, in this order, each in its own namespaces (deleted before the next one starts):
+Contenders, each in its own namespaces (deleted before the next one starts):
 ``raw`` (N Job creates from a tight concurrent client at the nominal instant: the API server's limit),
-``raw-shaped`` (the same client POSTing the Jobs Sundial would create - its labels, annotations, env and the
-controller ownerReference to a suspended ScheduledJob, made by ``sundial.planner.manifests.build_job``: the API
-server's limit for Sundial's Jobs, without an operator),
-``sundial`` (the operator), ``cronjob-default`` (CronJobs under the controller manager's default client QPS
-20/burst 30), ``cronjob-raised`` (the controller manager restarted with Sundial's QPS/burst).
-Lag = the independent watcher's receive time of a Job's ADDED event - the Job's nominal time.
+``raw-shaped`` (the same client POSTing exactly the Jobs Sundial's operator would create - its labels,
+annotations, env and the controller ownerReference to a suspended ScheduledJob, made by
+``sundial.planner.manifests.build_job`` with a production-length fencing token: the API server's limit for
+Sundial's Jobs, without an operator; with ``production`` it POSTs them as the operator's ServiceAccount, so the
+fencing policy admits them exactly as it admits Sundial's),
+``raw-cronjob-shaped`` (the same client POSTing exactly the Jobs the CronJob controller would create for
+suspended CronJobs with the same template, :mod:`bench.shapes`),
+``sundial`` (the operator; with ``production`` the chart's flags and its fencing policy installed, enforced and
+proved by the operator's own probe, :mod:`bench.production`), ``cronjob-default`` (CronJobs under the
+controller manager's default client QPS 20/burst 30), ``cronjob-raised`` (the controller manager restarted with
+Sundial's QPS/burst; every other contender runs under the default flags).
+With ``repetitions`` > 1 every contender runs that many times on the same control plane, interleaved
+(:mod:`bench.repetitions`): each contender's result is its median repetition's, with all repetitions and the
+medians. Lag = the independent watcher's receive time of a Job's ADDED event - the Job's nominal time.
 
 With ``priority_share`` > 0 (``--set herd_priority_share=0.1``) that share of Sundial's objects (every
 k-th one, spread over the namespaces) has ``spec.priority: 100`` and the report adds ``priority``: the
@@ -18,24 +26,31 @@ seen the last Job) and, with ``settle_writes`` (the cost scenario), the **whole*
 created until the API server's writes have settled): CPU seconds of the operator, the API server and the
 controller manager, the API server's requests and handler time by kind (:mod:`bench.window`), and, where
 ``perf`` and ``go`` are found (``--set apiserver_profile=0`` to skip), a CPU profile of the API server over the
-instant classified by request kind (:mod:`bench.apiprofile`).
+instant classified by request kind (:mod:`bench.apiprofile`). CPU seconds are read from ``/proc`` for every
+process of the run: the API server, etcd, the controller manager, the scheduler, kwok, the operator, the
+independent watcher and the bench itself (``bench``: the raw client's process, which for the other contenders
+only polls). The first repetition of each contender also weighs one of its Jobs (``job_bytes``: compact JSON
+sent, and the Job as a GET returns it); ``raw-shaped``'s also weighs the previous version's shape (run stamps on
+the pod template too) for comparison.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import math
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import apiprofile, env, window
+from bench import apiprofile, env, production, repetitions, shapes, window
 from bench.kube import Api, cj_path, credentials, cron_job, job_path, plain_job, scheduled_job, sj_path
 from bench.stats import summary
 
@@ -65,24 +80,6 @@ async def wait_until(at: float) -> None:
         await asyncio.sleep(min(remaining, 0.5) if remaining > 0.05 else remaining)
 
 
-async def settle(api: Api, quiet: float = 5.0, limit: float = 90.0) -> float:
-    """Wait until the API server's write counters (Leases and Events aside) stop moving for QUIET seconds."""
-    start, last, since = time.monotonic(), -1.0, time.monotonic()
-    while time.monotonic() - start < limit:
-        counts = env.parse_requests(await api.text("/metrics"))
-        writes = sum(
-            v
-            for (verb, resource, _), v in counts.items()
-            if verb in ("POST", "PUT", "PATCH", "DELETE") and resource not in ("coordination.k8s.io/leases", "events")
-        )
-        if writes != last:
-            last, since = writes, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            break
-        await asyncio.sleep(1.0)
-    return time.monotonic() - start
-
-
 class Herd:
     def __init__(
         self,
@@ -98,8 +95,15 @@ class Herd:
         name: str = "herd",
         priority_share: float = 0.0,
         apiserver_profile: bool = True,
+        repetitions: int = 1,
+        as_in_production: bool = False,
     ) -> None:
         self.out, self.n, self.k = out, n, namespaces
+        self.repetitions, self.production = repetitions, as_in_production
+        self.fencing: production.Fencing | None = None
+        self.previous_shape: dict[str, Any] | None = None
+        self.shaped: list[tuple[str, dict[str, Any]]] = []
+        self.sa_token = ""
         self.operator_args, self.kcm_raised, self.contenders = operator_args, kcm_raised, contenders
         self.profile, self.settle_writes, self.name = profile, settle_writes, name
         self.apiserver_profile = apiserver_profile and apiprofile.available()
@@ -113,16 +117,27 @@ class Herd:
     async def _run(self, cluster: env.BenchCluster) -> dict[str, Any]:
         watch = env.JobWatch(cluster.kubeconfig, self.out / f"{self.name}-jobs.jsonl")
         creds = credentials(cluster.kubeconfig)
-        results: dict[str, Any] = {"n": self.n, "namespaces": self.k, "contenders": {}}
+        order = repetitions.order(self.contenders, self.repetitions)
+        results: dict[str, Any] = {
+            "n": self.n, "namespaces": self.k, "contenders": {}, "repetitions": self.repetitions,
+            "order": [[r, c] for r, c in order], "production": self.production, "operator_args": self.operator_args,
+        }  # fmt: skip
+        runs: dict[str, list[dict[str, Any]]] = {c: [] for c in self.contenders}
         try:
             async with Api(creds, connections=100) as api:
-                for contender in self.contenders:
-                    print(f"[{self.name}] {contender}: n={self.n} load={env.load()}", flush=True)
-                    result = await self._contender(cluster, api, watch, contender)
-                    results["contenders"][contender] = result
-                    print(f"[{self.name}] {contender}: {_brief(result)}", flush=True)
+                if self.production:
+                    self.fencing = await production.Fencing(api, self.out / "fencing").install()
+                    self.sa_token = await self.fencing.token()
+                    results["fencing_policies"] = self.fencing.policies
+                for rep, contender in order:
+                    print(f"[{self.name}] {contender} #{rep + 1}: n={self.n} load={env.load()}", flush=True)
+                    result = await self._contender(cluster, api, watch, contender, rep)
+                    result["repetition"] = rep
+                    runs[contender].append(result)
+                    print(f"[{self.name}] {contender} #{rep + 1}: {_brief(result)}", flush=True)
         finally:
             watch.close()
+        results["contenders"] = {c: repetitions.combine(runs[c]) for c in self.contenders if runs[c]}
         return results
 
     def _high(self, index: int) -> bool:
@@ -130,19 +145,19 @@ class Herd:
         return bool(self.priority_every) and index % self.priority_every == 0
 
     async def _contender(
-        self, cluster: env.BenchCluster, api: Api, watch: env.JobWatch, contender: str
+        self, cluster: env.BenchCluster, api: Api, watch: env.JobWatch, contender: str, rep: int = 0
     ) -> dict[str, Any]:
         self.operator: env.Operator | None = None
         try:
-            return await self._contender_run(cluster, api, watch, contender)
+            return await self._contender_run(cluster, api, watch, contender, rep)
         finally:
             if self.operator is not None:
                 self.operator.stop()
 
     async def _contender_run(
-        self, cluster: env.BenchCluster, api: Api, watch: env.JobWatch, contender: str
+        self, cluster: env.BenchCluster, api: Api, watch: env.JobWatch, contender: str, rep: int
     ) -> dict[str, Any]:
-        namespaces = [f"{self.name}-{contender}-{i:02d}" for i in range(self.k)]
+        namespaces = [f"{self.name}-{contender}-r{rep}-{i:02d}" for i in range(self.k)]
         await api.namespaces(namespaces)
         names = [(namespaces[i % self.k], f"{contender[:4]}-{i:05d}") for i in range(self.n)]
         profiler: subprocess.Popen[bytes] | None = None
@@ -151,9 +166,12 @@ class Herd:
         nominal = self._nominal(contender)
         at = nominal.timestamp()
         stamp = nominal.strftime("%Y-%m-%dT%H:%M:%SZ")
-        cron = f"{nominal.second} {fixed_cron(nominal)}" if self.seconds_precision else fixed_cron(nominal)
-        operator = await self._start(cluster, contender, result)
-        pids = {"kcm": cluster.pid(env.KCM), "apiserver": cluster.pid("kube-apiserver")}
+        # A 6-field cron only where the contender's objects accept one (CronJobs do not; the shaped contenders'
+        # objects are suspended: their Jobs carry NOMINAL whatever the cron says).
+        seconds = self.seconds_precision and contender != "raw-cronjob-shaped"
+        cron = f"{nominal.second} {fixed_cron(nominal)}" if seconds else fixed_cron(nominal)
+        operator = await self._start(cluster, api, contender, result)
+        pids = window.processes(cluster, watch)
         if operator is not None:
             pids["operator"] = operator.pid
         # "whole": from just before the objects exist until the writes settle (cost: a new object's first run)
@@ -177,7 +195,7 @@ class Herd:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(30)
         if self.settle_writes:
-            result["settle_seconds"] = round(await settle(api, limit=max(90.0, self.n * 0.6)), 1)
+            result["settle_seconds"] = round(await window.settle(api, limit=max(90.0, self.n * 0.6)), 1)
             result["load_settled"] = env.load()
         whole_after = await window.take(api, pids, operator) if self.settle_writes else instant_after
         values, mine = lags(watch.records(), set(namespaces))
@@ -205,6 +223,12 @@ class Herd:
         if contender == "sundial" and self.priority_every:
             high = {name for i, (_, name) in enumerate(names) if self._high(i)}
             result["priority"] = priority_split(mine, high, share=1 / self.priority_every)
+        if rep == 0 and mine:
+            sent = plain_job(mine[0]["name"], stamp) if contender == "raw" else None
+            previous = self.previous_shape if contender == "raw-shaped" else None
+            result["job_bytes"] = await shapes.weigh(
+                api, self._client_creds(api, contender), mine[0], sent=sent, shaped=self.shaped, previous=previous
+            )
         if contender.startswith("cronjob"):
             await _delete_all(api, namespaces, cj_path)
         result["cleanup_seconds"] = round(await api.delete_namespaces(namespaces), 1)
@@ -231,9 +255,9 @@ class Herd:
             raw_api: Api | None = None
             if contender.startswith("raw"):
                 bodies = [(job_path(ns), plain_job(name, stamp)) for ns, name in names]
-                if contender == "raw-shaped":
+                if contender in ("raw-shaped", "raw-cronjob-shaped"):
                     bodies = self.shaped
-                raw_api = Api(api.creds, connections=RAW_CONNECTIONS, user_agent="bench-raw")
+                raw_api = Api(self._client_creds(api, contender), connections=RAW_CONNECTIONS, user_agent="bench-raw")
                 await stack.enter_async_context(raw_api)
                 await raw_api.warm(RAW_CONNECTIONS)
             await wait_until(at - 1.0)
@@ -257,22 +281,40 @@ class Herd:
     def _nominal(self, contender: str) -> datetime:
         if contender == "raw":  # time to open the raw client's connections first
             return datetime.fromtimestamp(math.ceil(time.time() + 6), UTC)
-        if self.seconds_precision:  # Sundial only: a 6-field cron, no wait for a whole minute
+        if self.seconds_precision or contender.startswith("raw-"):  # no wait for a whole minute
             return datetime.fromtimestamp(math.ceil(time.time() + 20 + self.n / 40), UTC)
         return minute_after(25 + self.n / 40)
 
-    async def _start(self, cluster: env.BenchCluster, contender: str, result: dict[str, Any]) -> env.Operator | None:
-        """Sundial's operator (ready), or the controller manager with the contender's client flags."""
-        if contender == "sundial":
-            self.operator = env.start_operator(cluster.kubeconfig, self.out, *self.operator_args, identity="herd")
-            result["ready_seconds"] = round(self.operator.wait_ready(), 2)
-            return self.operator
-        if contender.startswith("cronjob"):
-            flags = list(KCM_DEFAULT) if contender == "cronjob-default" else self.kcm_raised
-            if cluster.kcm_flags != flags:
-                cluster.restart_kcm(flags)
-            result["kcm_flags"] = flags
-        return None
+    def _client_creds(self, api: Api, contender: str) -> Any:
+        """The raw client's credentials: the operator's ServiceAccount for ``raw-shaped`` in production (the
+        fencing policy admits its Jobs as it admits Sundial's), else the admin's."""
+        if contender == "raw-shaped" and self.sa_token:
+            return dataclasses.replace(api.creds, token=self.sa_token)
+        return api.creds
+
+    async def _start(
+        self, cluster: env.BenchCluster, api: Api, contender: str, result: dict[str, Any]
+    ) -> env.Operator | None:
+        """Sundial's operator (ready; in production as its ServiceAccount, fencing proved enforced), and the
+        controller manager with the contender's client flags (the defaults for every contender but
+        ``cronjob-raised``)."""
+        flags = self.kcm_raised if contender == "cronjob-raised" else list(KCM_DEFAULT)
+        if cluster.kcm_flags != flags and (cluster.kcm_flags or contender.startswith("cronjob")):
+            cluster.restart_kcm(flags)
+        result["kcm_flags"] = cluster.kcm_flags or list(KCM_DEFAULT)
+        if contender != "sundial":
+            return None
+        kubeconfig = cluster.kubeconfig
+        if self.fencing is not None:
+            token = await self.fencing.token(pod="herd")
+            kubeconfig = self.fencing.kubeconfig(api.creds, token, "herd")
+        self.operator = env.start_operator(kubeconfig, self.out, *self.operator_args, identity="herd")
+        result["ready_seconds"] = round(self.operator.wait_ready(), 2)
+        if self.fencing is not None:
+            result["fencing_enforced"] = await production.fencing_enforced(self.operator)
+            if result["fencing_enforced"] != 1:
+                raise RuntimeError("the operator's fencing probe was not refused: the policy is not enforced")
+        return self.operator
 
     async def _create(
         self,
@@ -299,43 +341,23 @@ class Herd:
             result["indexed"] = operator.metric("sundial_due_index_size")
         elif contender == "raw-shaped":
             started = time.monotonic()
-            self.shaped = await shaped_jobs(api, names, cron=cron, nominal=nominal)
+            lease = await self.fencing.shard_lease() if self.fencing is not None else None
+            token = production.fencing_token(0, lease, fallback_uid=str(uuid.uuid4()))
+            shaped = await shapes.shaped_jobs(api, names, cron=cron, nominal=nominal, token=token)
+            self.shaped, self.previous_shape = shaped
             result["create_seconds"] = round(time.monotonic() - started, 2)
             result["created"] = {"POST|sundial.dev/scheduledjobs|": len(names)}
+            result["fencing_token"] = token
+        elif contender == "raw-cronjob-shaped":
+            started = time.monotonic()
+            self.shaped = await shapes.cronjob_shaped_jobs(api, names, cron=cron, nominal=nominal)
+            result["create_seconds"] = round(time.monotonic() - started, 2)
+            result["created"] = {"POST|batch/cronjobs|": len(names)}
         elif contender.startswith("cronjob"):
             result["create_seconds"] = round(
                 await api.create_many(((cj_path(ns), cron_job(name, cron)) for ns, name in names)), 2
             )
             result["created"] = {"POST|batch/cronjobs|": len(names)}
-
-
-async def shaped_jobs(
-    api: Api, names: list[tuple[str, str]], *, cron: str, nominal: datetime
-) -> list[tuple[str, dict[str, Any]]]:
-    """Suspended ScheduledJobs NAMES, and the Job each would get at NOMINAL from Sundial (its first attempt, shard
-    0's token), owned by it (the garbage collector keeps a Job whose owner exists)."""
-    from sundial.model.enums import Trigger  # noqa: PLC0415 - the operator's own builder, as Sundial makes it
-    from sundial.model.resource import ScheduledJob  # noqa: PLC0415
-    from sundial.planner.manifests import build_job  # noqa: PLC0415
-
-    def suspended(name: str) -> dict[str, Any]:
-        body = scheduled_job(name, cron, contender="raw-shaped")
-        body["spec"]["suspend"] = True
-        return body
-
-    await api.create_many((sj_path(ns), suspended(name)) for ns, name in names)
-    wanted = set(names)
-    jobs: list[tuple[str, dict[str, Any]]] = []
-    for namespace in sorted({ns for ns, _ in names}):
-        listed = await api.call("GET", sj_path(namespace))
-        for body in listed.get("items") or ():
-            if (namespace, body["metadata"]["name"]) in wanted:
-                obj = ScheduledJob.from_dict(body)
-                manifest = build_job(
-                    obj=obj, scheduled_time=nominal, attempt=1, trigger=Trigger.SCHEDULE, fencing_token="0-1"
-                )
-                jobs.append((job_path(namespace), manifest))
-    return jobs
 
 
 def priority_split(records: list[dict[str, Any]], high: set[str], *, share: float) -> dict[str, Any]:

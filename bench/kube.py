@@ -30,11 +30,17 @@ class Credentials:
     ca: Path
     cert: Path
     key: Path
+    token: str = ""
+    """A bearer token (a ServiceAccount's): sent instead of the client certificate when set."""
 
     def context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=str(self.ca))
-        context.load_cert_chain(str(self.cert), str(self.key))
+        if not self.token:
+            context.load_cert_chain(str(self.cert), str(self.key))
         return context
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
 
 def credentials(kubeconfig: Path, directory: Path | None = None) -> Credentials:
@@ -77,7 +83,7 @@ class Api:
         self._session = aiohttp.ClientSession(
             base_url=self.creds.server,
             connector=connector,
-            headers={"User-Agent": self.user_agent, "Accept": "application/json"},
+            headers={"User-Agent": self.user_agent, "Accept": "application/json", **self.creds.headers()},
             timeout=aiohttp.ClientTimeout(total=120),
         )
         return self

@@ -4,10 +4,16 @@ and tools, e.g. ``isolation``, ``memory``, ``neighbour``, are kept).
 
 Keys each scenario sets (the rest of each section is context):
 
-* ``herd``: ``n``, and per contender ``raw``, ``sundial``, ``cronjob_default`` (``cronjob_raised`` when run)
-  ``p99_s``, ``last_s``, the load at the nominal time and after; ``sundial.cpu_ms_per_run_instant``; the API
+* ``herd``: ``n``, ``repetitions``, ``order`` (the interleaving), and per contender ``raw``, ``raw_shaped``,
+  ``raw_cronjob_shaped``, ``sundial``, ``cronjob_default`` (``cronjob_raised`` when run): ``median`` (the medians
+  over its repetitions of ``last_s``, ``p50_s``, ``p99_s`` and every process's CPU seconds in the instant's
+  window), ``repetitions`` (each one's ``last_s``, ``p50_s``, ``p99_s``, loads and CPU seconds by process), and
+  its median repetition's numbers as before: ``p99_s``, ``last_s``, the load at the nominal time and after;
+  ``sundial.cpu_ms_per_run_instant``; ``job_bytes`` (a Job's compact JSON sent and as a GET returns it); the API
   server's CPU per request kind during each herd: ``apiserver_handler_share`` (handler-time share,
   :mod:`bench.apiserver`) and, with ``--profile``, ``apiserver_cpu_profile`` (perf, :mod:`bench.apiprofile`).
+  The ratios (``sundial_over_raw``, ``sundial_over_raw_shaped``, ``sundial_over_cronjob_default``) divide
+  medians, with the issue's targets.
 * ``steady``: ``m``, ``minutes``, and per contender ``raw``, ``sundial`` (``cronjob`` when run) ``p99_s``,
   ``missed``, ``duplicated``, the load during the window.
 * ``scale``: ``n``, ``rss_mb`` (idle, after the first status writes), ``ready_s``, the peak RSS.
@@ -43,8 +49,58 @@ def _lag(data: dict[str, Any]) -> dict[str, Any]:
     return {"p50_s": lag.get("p50"), "p99_s": lag.get("p99")}
 
 
+#: Targets of Sundial's median time to the last Job over each contender's (issue 31).
+TARGETS = {"raw": 1.5, "raw_shaped": 1.2, "cronjob_default": 0.2}
+
+
+def _repetition(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "repetition": data.get("repetition"),
+        **_lag(data),
+        "last_s": data.get("time_to_last_job"),
+        "missing": data.get("missing"),
+        "loadavg": {"at_nominal": data.get("load_at_nominal"), "after": data.get("load_after")},
+        "cpu_s_instant": data.get("cpu_seconds"),
+    }
+
+
+def _median(data: dict[str, Any]) -> dict[str, Any]:
+    m = data.get("median") or {}
+    lag = m.get("lag") or {}
+    return {
+        "last_s": m.get("time_to_last_job"),
+        "p50_s": lag.get("p50"),
+        "p99_s": lag.get("p99"),
+        "cpu_s_instant": m.get("cpu_seconds"),
+        "cpu_s_instant_total": m.get("cpu_seconds_total"),
+        "repetitions": m.get("repetitions"),
+    }
+
+
+def _ratio(sundial: dict[str, Any], other: dict[str, Any], target: float | None) -> dict[str, Any] | None:
+    """Sundial's median last and p99 over OTHER's (the median repetition's when a run has no medians)."""
+    mine, theirs = sundial.get("median") or sundial, other.get("median") or other
+    if not (mine.get("last_s") and theirs.get("last_s")):
+        return None
+    ratio = {
+        "last": round(mine["last_s"] / theirs["last_s"], 2),
+        "p99": round(mine["p99_s"] / theirs["p99_s"], 2) if mine.get("p99_s") and theirs.get("p99_s") else None,
+    }
+    if target is not None:
+        ratio["target"] = target
+        ratio["met"] = ratio["last"] <= target
+    return ratio
+
+
 def herd(result: dict[str, Any]) -> dict[str, Any]:
-    section: dict[str, Any] = {"n": result["n"], "namespaces": result["namespaces"]}
+    section: dict[str, Any] = {
+        "n": result["n"],
+        "namespaces": result["namespaces"],
+        "repetitions": result.get("repetitions", 1),
+        "order": result.get("order"),
+        "production": result.get("production"),
+        "operator_args": result.get("operator_args"),
+    }
     for name, data in result["contenders"].items():
         entry = {
             **_lag(data),
@@ -54,8 +110,16 @@ def herd(result: dict[str, Any]) -> dict[str, Any]:
             "loadavg": {"at_nominal": data.get("load_at_nominal"), "after": data.get("load_after")},
             "cpu_s_instant": data.get("cpu_seconds"),
         }
+        if "median" in data:
+            entry["median"] = _median(data)
+            entry["repetitions"] = [_repetition(r) for r in data.get("repetitions", [])]
+        job_bytes = next((r["job_bytes"] for r in data.get("repetitions", [data]) if r.get("job_bytes")), None)
+        if job_bytes:
+            entry["job_bytes"] = job_bytes
         if name == "sundial":
             entry["cpu_ms_per_run_instant"] = data.get("instant", {}).get("cpu_ms_per_run")
+            if "fencing_enforced" in data:
+                entry["fencing_enforced"] = data["fencing_enforced"]
         by_kind = data.get("instant", {}).get("apiserver", {}).get("by_kind")
         if by_kind:
             entry["apiserver_handler_share"] = dict(list(by_kind.items())[:8])
@@ -63,19 +127,11 @@ def herd(result: dict[str, Any]) -> dict[str, Any]:
         if profile:
             entry["apiserver_cpu_profile"] = profile
         section[name.replace("-", "_")] = entry
-    raw, sundial = section.get("raw", {}), section.get("sundial", {})
-    if raw.get("last_s") and sundial.get("last_s"):
-        section["sundial_over_raw"] = {
-            "last": round(sundial["last_s"] / raw["last_s"], 2),
-            "p99": round(sundial["p99_s"] / raw["p99_s"], 2) if raw.get("p99_s") else None,
-            "target": 1.25,
-        }
-    shaped = section.get("raw_shaped", {})
-    if shaped.get("last_s") and sundial.get("last_s"):  # the floor for Sundial's own Jobs, without an operator
-        section["sundial_over_raw_shaped"] = {
-            "last": round(sundial["last_s"] / shaped["last_s"], 2),
-            "p99": round(sundial["p99_s"] / shaped["p99_s"], 2) if shaped.get("p99_s") else None,
-        }
+    sundial = section.get("sundial", {})
+    for other in ("raw", "raw_shaped", "raw_cronjob_shaped", "cronjob_default"):
+        ratio = _ratio(sundial, section.get(other, {}), TARGETS.get(other))
+        if ratio is not None:
+            section[f"sundial_over_{other}"] = ratio
     return {"herd": section}
 
 

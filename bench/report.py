@@ -130,6 +130,7 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
              "setup slack (s)", "load at nominal", "CPU s during the herd"],
             rows,
         )  # fmt: skip
+        lines += _herd_repetitions(herd)
         split = herd["contenders"].get("sundial", {}).get("priority")
         if split:
             lines += [
@@ -199,6 +200,30 @@ def markdown(results: dict[str, Any], images: list[str]) -> str:
                          "peak RSS in all (MB)", "load at start"], rows)  # fmt: skip
     lines += [f"![{image}]({image})" for image in images]
     return "\n".join(lines) + "\n"
+
+
+def _herd_repetitions(herd: dict[str, Any]) -> list[str]:
+    """Every repetition of every contender (in the order they ran) and each contender's medians."""
+    if int(herd.get("repetitions") or 1) < 2:
+        return []
+    contenders = herd["contenders"]
+    runs = [r for d in contenders.values() for r in d.get("repetitions", [])]
+    processes = sorted({p for r in runs for p in r.get("cpu_seconds", {})})
+    lines = [f"Interleaved: {herd['repetitions']} repetitions of each contender, in this order: "
+             + ", ".join(f"{c} #{r + 1}" for r, c in herd.get("order", [])) + ". The row above is each one's median "
+             "repetition (by time to the last Job); the medians:", ""]  # fmt: skip
+    rows = []
+    for name, d in contenders.items():
+        for r in d.get("repetitions", []):
+            cpu = r.get("cpu_seconds", {})
+            rows.append([name, f"#{r.get('repetition', 0) + 1}", r.get("time_to_last_job"),
+                         (r.get("lag") or {}).get("p99"), _load(r.get("load_at_nominal")),
+                         *(cpu.get(p) for p in processes)])  # fmt: skip
+        m = d.get("median", {})
+        rows.append([f"**{name}**", "median", m.get("time_to_last_job"), (m.get("lag") or {}).get("p99"), "",
+                     *(m.get("cpu_seconds", {}).get(p) for p in processes)])  # fmt: skip
+    return lines + _table(["contender", "repetition", "last (s)", "p99 (s)", "load at nominal",
+                           *(f"CPU s {p}" for p in processes)], rows)  # fmt: skip
 
 
 def _herd_work(contenders: dict[str, Any]) -> list[str]:

@@ -1,7 +1,9 @@
 """The seven scenarios and their sizes. Each runs on its own fresh sandbox.
 
-Besides the size's keys, ``--set`` takes ``herd_contenders`` (default ``raw,sundial,cronjob-default,
-cronjob-raised``), ``steady_contenders`` (``raw,sundial,cronjob``), ``cost_contenders``
+Besides the size's keys, ``--set`` takes ``herd_contenders`` (default ``raw,raw-shaped,raw-cronjob-shaped,
+sundial,cronjob-default``; ``cronjob-raised`` too on request), ``herd_reps`` (interleaved repetitions of each,
+a size key), ``herd_production`` (``1``: Sundial with the chart's flags and fencing policy, :mod:`bench.production`;
+``0``: the bench's own flags, no policy), ``steady_contenders`` (``raw,sundial,cronjob``), ``cost_contenders``
 (``raw,sundial,cronjob-default``; raw is the baseline and must stay), ``apiserver_profile`` (``1``: perf on
 the API server during each herd when perf and go are found), ``scale_cronjobs`` (``1``; ``0`` measures the
 operator only) and ``sundial_args`` (extra operator flags, split on spaces)."""
@@ -11,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench import cost
+from bench import cost, production
 from bench.failover import Failover
 from bench.herd import Herd
 from bench.intake import Intake
@@ -26,21 +28,24 @@ SUNDIAL_BURST = 1000
 SIZES: dict[str, dict[str, Any]] = {
     "smoke": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
-        "herd_n": 100, "herd_namespaces": 4, "steady_m": 50, "steady_minutes": 1, "scale_n": 500,
+        "herd_n": 100, "herd_namespaces": 4, "herd_reps": 1,
+        "steady_m": 50, "steady_minutes": 1, "scale_n": 500,
         "cost_n": 100, "failover_objects": 5, "idle_seconds": 10, "herd_priority_share": 0.0,
         "neighbour_victims": 5, "neighbour_seconds": 30,
         "intake_n": 500, "intake_ordinary": 2000,
     },
     "small": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
-        "herd_n": 300, "herd_namespaces": 10, "steady_m": 100, "steady_minutes": 2, "scale_n": 2000,
+        "herd_n": 300, "herd_namespaces": 10, "herd_reps": 3,
+        "steady_m": 100, "steady_minutes": 2, "scale_n": 2000,
         "cost_n": 200, "failover_objects": 10, "idle_seconds": 20, "herd_priority_share": 0.0,
         "neighbour_victims": 20, "neighbour_seconds": 90,
         "intake_n": 500, "intake_ordinary": 10000,
     },
     "full": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
-        "herd_n": 2000, "herd_namespaces": 20, "steady_m": 1000, "steady_minutes": 10, "scale_n": 100000,
+        "herd_n": 2000, "herd_namespaces": 20, "herd_reps": 3,
+        "steady_m": 1000, "steady_minutes": 10, "scale_n": 100000,
         "cost_n": 500, "failover_objects": 20, "idle_seconds": 60, "herd_priority_share": 0.0,
         "neighbour_victims": 20, "neighbour_seconds": 150,
         "intake_n": 500, "intake_ordinary": 20000,
@@ -55,25 +60,43 @@ def operator_args(
     return ["--qps", str(qps), "--burst", str(burst), "--max-concurrency", str(concurrency), *extra.split()]
 
 
+#: The herd's contenders unless ``--set herd_contenders=...`` names others.
+HERD_CONTENDERS = "raw,raw-shaped,raw-cronjob-shaped,sundial,cronjob-default"
+
+
+def herd_operator_args(params: dict[str, Any], *, production: bool) -> list[str]:
+    """The herd's operator flags: the chart's (production) or the bench's own, then ``sundial_args``."""
+    extra = params.get("sundial_args", "")
+    if not production:
+        return operator_args(params["sundial_qps"], params["sundial_burst"], extra=extra)
+    flags = production_args(params["sundial_qps"], params["sundial_burst"])
+    return [*flags, *extra.split()]
+
+
+def production_args(qps: int, burst: int, concurrency: int = 64) -> list[str]:
+    return production.chart_args(production.chart_values(), qps=qps, burst=burst, concurrency=concurrency)
+
+
 def kcm_raised(qps: int = SUNDIAL_QPS, burst: int = SUNDIAL_BURST) -> list[str]:
     return [f"--kube-api-qps={qps}", f"--kube-api-burst={burst}"]
 
 
 def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) -> dict[str, Any]:
     if name == "herd":
-        contenders = str(params.get("herd_contenders", "raw,sundial,cronjob-default,cronjob-raised")).split(",")
+        contenders = str(params.get("herd_contenders", HERD_CONTENDERS)).split(",")
+        in_production = bool(int(params.get("herd_production", 1)))
         return Herd(
             out=out,
             n=params["herd_n"],
             namespaces=params["herd_namespaces"],
-            operator_args=operator_args(
-                params["sundial_qps"], params["sundial_burst"], extra=params.get("sundial_args", "")
-            ),
+            operator_args=herd_operator_args(params, production=in_production),
             kcm_raised=kcm_raised(params["sundial_qps"], params["sundial_burst"]),
             contenders=contenders,
             profile=profile,
             priority_share=float(params.get("herd_priority_share", 0.0)),
             apiserver_profile=bool(int(params.get("apiserver_profile", 1))),
+            repetitions=int(params.get("herd_reps", 1)),
+            as_in_production=in_production,
         ).run()
     if name == "cost":
         result = Herd(

@@ -3,6 +3,9 @@ counters before and after, and what happened in between (per run where the calle
 
 from __future__ import annotations
 
+import asyncio
+import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,3 +46,34 @@ def between(before: Snapshot, after: Snapshot, runs: int) -> dict[str, Any]:
             k: round(v - before.own.get(k, 0.0), 1) for k, v in after.own.items() if v != before.own.get(k, 0.0)
         },
     }
+
+
+def processes(cluster: env.BenchCluster, watch: env.JobWatch) -> dict[str, int]:
+    """The pids whose CPU a window records (the operator's is added when it runs)."""
+    return {
+        "apiserver": cluster.pid("kube-apiserver"),
+        "etcd": cluster.pid("etcd"),
+        "kcm": cluster.pid(env.KCM),
+        "scheduler": cluster.pid("kube-scheduler"),
+        "kwok": cluster.pid("kwok"),
+        "watcher": watch.process.pid,
+        "bench": os.getpid(),
+    }
+
+
+async def settle(api: apiserver.MetricsSource, quiet: float = 5.0, limit: float = 90.0) -> float:
+    """Wait until the API server's write counters (Leases and Events aside) stop moving for QUIET seconds."""
+    start, last, since = time.monotonic(), -1.0, time.monotonic()
+    while time.monotonic() - start < limit:
+        counts = env.parse_requests(await api.text("/metrics"))
+        writes = sum(
+            v
+            for (verb, resource, _), v in counts.items()
+            if verb in ("POST", "PUT", "PATCH", "DELETE") and resource not in ("coordination.k8s.io/leases", "events")
+        )
+        if writes != last:
+            last, since = writes, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            break
+        await asyncio.sleep(1.0)
+    return time.monotonic() - start

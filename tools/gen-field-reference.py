@@ -133,16 +133,16 @@ def _members(kind: type[StrEnum], described: dict[str, str]) -> list[str]:
 def vocabulary() -> list[str]:
     """The labels, annotations, environment variables, conditions and Events the operator writes."""
     keys, states, events = docstrings(names), docstrings(enums), docstrings(actions)
-    on_jobs = "Job and its pod template"
+    on_jobs = "Job (and its pod template with `spec.podTemplateStamps`)"
     placed = [
-        (names.SCHEDULED_JOB_LABEL, "label", on_jobs, "SCHEDULED_JOB_LABEL"),
+        (names.SCHEDULED_JOB_LABEL, "label", "Job and its pod template", "SCHEDULED_JOB_LABEL"),
         *((key, "annotation", on_jobs, name) for name, key in vars(names).items() if key in names.JOB_ANNOTATIONS),
         (names.REDRIVE_ANNOTATION, "annotation", "ScheduledJob", "REDRIVE_ANNOTATION"),
         (names.BACKFILL_ANNOTATION, "annotation", "ScheduledJob", "BACKFILL_ANNOTATION"),
         *((value, "environment variable", "every container of a run", name)
           for name, value in vars(names).items() if name.endswith("_ENV")),
     ]  # fmt: skip
-    where = {names.TRIGGER_ANNOTATION: "ScheduledJob; Job and its pod template"}
+    where = {names.TRIGGER_ANNOTATION: f"ScheduledJob; {on_jobs}"}
     lines = [
         "## Labels, annotations and environment variables",
         "",

@@ -34,7 +34,7 @@ requester with the holder of this shard's Lease; only the operator may write it 
 SHARD_LEASE_LABEL: Final = "sundial.dev/shard-lease"
 """On the shard Leases (``<prefix>-shard-<i>``): ``<i>``. The fencing policy's binding selects its params by it."""
 
-# Annotations on Jobs and their pod templates.
+# Annotations on Jobs (and on their pod templates when the object sets ``spec.podTemplateStamps``).
 SCHEDULED_TIME_ANNOTATION: Final = "sundial.dev/scheduled-time"
 """Nominal time of the run, RFC 3339 in UTC (``2026-12-24T17:00:00Z``)."""
 ATTEMPT_ANNOTATION: Final = "sundial.dev/attempt"
@@ -70,7 +70,7 @@ JOB_ANNOTATIONS: Final = (
     FENCING_TOKEN_ANNOTATION,
     TRIGGER_ANNOTATION,
 )
-"""The annotations every Job (and its pod template) carries."""
+"""The annotations every Job carries (its pod template too when the object sets ``spec.podTemplateStamps``)."""
 TOKEN_ANNOTATIONS: Final = (TRIGGER_ANNOTATION, REDRIVE_ANNOTATION, BACKFILL_ANNOTATION)
 """The request annotations a user (or the plugin, or an Argo CD action) sets on a ScheduledJob."""
 HANDED_OVER_ANNOTATION: Final = "sundial.dev/handed-over"

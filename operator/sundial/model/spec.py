@@ -131,6 +131,10 @@ class ScheduledJobSpec(SpecModel):
     successful_jobs_history_limit: int = Field(default=3, ge=0, le=100, strict=True)
     failed_jobs_history_limit: int = Field(default=1, ge=0, le=100, strict=True)
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0, strict=True)
+    pod_template_stamps: bool = Field(default=False, strict=True)
+    """Also copy the run's annotations (scheduled time, attempt, idempotency key, fencing token, trigger) onto
+    the Job's pod template, for tools that read them from the pods. Off: they are on the Job and in the env once
+    each (DESIGN §12.3)."""
     job_template: JobTemplate
 
     _bounded = field_validator("exclude", mode="before")(bounded_dates)

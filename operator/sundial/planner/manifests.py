@@ -71,8 +71,9 @@ def build_job(
       name a claim recorded: a run claimed by an older version keeps its Job's name).
     * Labels: the template's labels plus ``sundial.dev/scheduledjob`` (also on the pod template) and, on the
       Job only, ``sundial.dev/shard`` (the fencing token's shard, for the server-side fencing policy).
-    * Annotations on the Job and on its pod template: scheduled time (RFC 3339 UTC), attempt,
-      idempotency key, fencing token and trigger, on top of the template's own annotations.
+    * Annotations on the Job: scheduled time (RFC 3339 UTC), attempt, idempotency key, fencing token and
+      trigger, on top of the template's own. On the pod template only with ``spec.podTemplateStamps`` (DESIGN
+      §12.3: nothing reads that copy; earlier versions' Jobs carry it and read the same).
     * ``SUNDIAL_SCHEDULED_TIME``, ``SUNDIAL_ATTEMPT``, ``SUNDIAL_IDEMPOTENCY_KEY`` and
       ``SUNDIAL_FENCING_TOKEN`` at the start of the env of every container and init container,
       replacing entries of the same name (first, so the workload's own ``$(VAR)`` references work).
@@ -106,7 +107,7 @@ def build_job(
         {"name": names.FENCING_TOKEN_ENV, "value": fencing_token},
     ]
 
-    _stamp_pod_template(spec, label=label, stamped=stamped, env=env)
+    _stamp_pod_template(spec, label=label, stamped=stamped if obj.spec.pod_template_stamps else None, env=env)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -135,15 +136,17 @@ def build_job(
 
 
 def _stamp_pod_template(
-    spec: dict[str, Any], *, label: dict[str, str], stamped: dict[str, str], env: list[dict[str, str]]
+    spec: dict[str, Any], *, label: dict[str, str], stamped: dict[str, str] | None, env: list[dict[str, str]]
 ) -> None:
-    """Our label and annotations on the Job's pod template, our env first in each of its containers."""
+    """Our label (and, when ``stamped`` is given, the run's annotations) on the Job's pod template, our env first
+    in each of its containers."""
     pod = spec.setdefault("template", {})
     pod_meta = pod.get("metadata")
     if not isinstance(pod_meta, dict):
         pod_meta = pod["metadata"] = {}
     pod_meta["labels"] = {**_strings(pod_meta.get("labels")), **label}
-    pod_meta["annotations"] = {**_strings(pod_meta.get("annotations")), **stamped}
+    if stamped is not None:
+        pod_meta["annotations"] = {**_strings(pod_meta.get("annotations")), **stamped}
     pod_spec = pod.get("spec")
     if isinstance(pod_spec, dict):
         for key in ("initContainers", "containers"):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -124,14 +124,27 @@ class When(Protocol):
         ...
 
 
+#: Most "next instant after" answers a :class:`Recurring` remembers (then it forgets them all and starts over).
+NEXT_MEMO_SIZE = 8
+
+
 @dataclass(frozen=True)
 class Recurring:
-    """A timeline's nominal times within ``[start, end]``, after ``origin`` (the object's creation)."""
+    """A timeline's nominal times within ``[start, end]``, after ``origin`` (the object's creation).
+
+    It remembers, for the last few instants it was asked about (at most :data:`NEXT_MEMO_SIZE`, a few hundred
+    bytes), the first time of the timeline after each: the walk from a handled time past ``now`` to the next
+    match (a year for a fixed-date cron) is done once per run, not by every question a pass or the next passes
+    ask (``between`` for the due times, ``next_after`` for ``nextScheduleTime`` and the reservation). The answers
+    depend on the timeline alone, so they stay true for as long as the value lives (the runtime keeps it per spec
+    generation, :mod:`sundial.runtime.acting.compiled`).
+    """
 
     timetable: Timeline
     origin: datetime | None = None
     start: datetime | None = None
     end: datetime | None = None
+    _next: dict[datetime, datetime | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def finite(self) -> bool:
@@ -142,17 +155,39 @@ class Recurring:
         return None
 
     def iter_after(self, after: datetime | None) -> Iterator[datetime]:
-        for instant in self.timetable.iter_after(self._floor(after)):
+        for instant in self._walk(self._floor(after)):
             if self.end is not None and instant > self.end:
                 return
             yield instant
 
     def next_after(self, after: datetime | None) -> datetime | None:
-        return next(self.iter_after(after), None)
+        floor = self._floor(after)
+        if floor in self._next:
+            instant = self._next[floor]
+        else:
+            instant = next(self._walk(floor), None)
+            self._remember(floor, instant)
+        return None if instant is None or (self.end is not None and instant > self.end) else instant
 
     def between(self, after: datetime | None, until: datetime, *, limit: int) -> tuple[list[datetime], bool]:
+        if limit < 0:
+            raise ScheduleError("limit", f"must not be negative, got {limit}")
         low, high = self._range(after, until)
-        return self.timetable.between(low, high, limit=limit) if low < high else ([], False)
+        if low >= high:
+            return [], False
+        known = self._next.get(low, high)
+        if known is None or known > high:  # remembered: nothing in (low, high]
+            return [], False
+        found: list[datetime] = []
+        for instant in self._walk(low):
+            if instant > high:
+                self._remember(found[-1] if found else low, instant)
+                return found, False
+            if len(found) == limit:
+                return found, True
+            found.append(instant)
+        self._remember(found[-1] if found else low, None)
+        return found, False
 
     def latest_between(self, after: datetime | None, until: datetime, *, limit: int) -> tuple[list[datetime], bool]:
         low, high = self._range(after, until)
@@ -160,6 +195,14 @@ class Recurring:
 
     def past_end(self, after: datetime | None, *, now: datetime) -> list[datetime]:
         return []
+
+    def _walk(self, floor: datetime) -> Iterator[datetime]:
+        return self.timetable.iter_after(floor)
+
+    def _remember(self, after: datetime, instant: datetime | None) -> None:
+        if len(self._next) >= NEXT_MEMO_SIZE:
+            self._next.clear()
+        self._next[after] = instant
 
     def _floor(self, after: datetime | None) -> datetime:
         floor = after if after is not None else self.origin if self.origin is not None else EARLIEST

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench import latest
+from bench import latest, repetitions
 
 RECORDED = Path(__file__).with_name("recorded-results.json")
 LABEL = {"size": "small", "started": "2026-12-02T03:00:00+00:00", "loadavg_end": [1.0, 1.0, 1.0]}
@@ -139,3 +139,33 @@ def test_the_intake_section_has_each_run_with_its_load(tmp_path: Path, recorded:
         assert section[run]["loadavg"]["idle"] == measured["load_idle"], run
     assert section["targets"]["chart_memory_limit_mb"] == 512
     assert section["command"] == label["command"] and section["machine"] == {"cores": 2}
+def test_interleaved_repetitions_are_all_kept_and_the_ratios_divide_medians(
+    tmp_path: Path, recorded: dict[str, Any]
+) -> None:
+    """Issue 31: every repetition of every contender in latest.json, the headline ratios from the medians."""
+    herd = json.loads(json.dumps(recorded["herd"]))
+    lasts = {"raw": [3.0, 2.0, 4.0], "raw-shaped": [4.0, 5.0, 4.5], "sundial": [6.0, 7.5, 5.0],
+             "cronjob-default": [40.0, 45.0, 50.0]}  # fmt: skip
+    contenders = {}
+    for name, values in lasts.items():
+        base = herd["contenders"].get(name) or herd["contenders"]["raw"]
+        runs = []
+        for rep, last in enumerate(values):
+            run = json.loads(json.dumps(base))
+            run.update({"repetition": rep, "time_to_last_job": last, "cpu_seconds": {"apiserver": last, "etcd": 1.0}})
+            run["lag"] = {**run["lag"], "p99": last}
+            runs.append(run)
+        contenders[name] = repetitions.combine(runs)
+    herd.update({"contenders": contenders, "repetitions": 3, "order": repetitions.order(list(lasts), 3)})
+    path = tmp_path / "latest.json"
+    latest.record(path, "herd", herd, LABEL)
+    written = json.loads(path.read_text(encoding="utf-8"))["herd"]
+    assert written["repetitions"] == 3
+    assert [r["last_s"] for r in written["sundial"]["repetitions"]] == [6.0, 7.5, 5.0]
+    assert written["sundial"]["median"]["last_s"] == 6.0
+    assert written["sundial"]["median"]["cpu_s_instant"] == {"apiserver": 6.0, "etcd": 1.0}
+    assert written["sundial"]["last_s"] == 6.0  # the median repetition's own numbers
+    assert written["sundial_over_raw"] == {"last": 2.0, "p99": 2.0, "target": 1.5, "met": False}
+    assert written["sundial_over_raw_shaped"] == {"last": 1.33, "p99": 1.33, "target": 1.2, "met": False}
+    assert written["sundial_over_cronjob_default"]["last"] == 0.13
+    assert written["sundial_over_cronjob_default"]["met"] is True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -108,18 +109,44 @@ def test_labels_are_the_templates_plus_the_scheduledjob_label_on_job_and_pod() -
     assert pod["labels"] == {"app": "report", names.SCHEDULED_JOB_LABEL: NAME}
 
 
-def test_annotations_are_on_the_job_and_its_pod_template() -> None:
-    job = build()
-    key = manifests.idempotency_key(uid=UID, scheduled_time=top_of_the_hour())
-    expected = {
+def expected_stamps() -> dict[str, str]:
+    return {
         names.SCHEDULED_TIME_ANNOTATION: "2026-05-11T10:00:00Z",
         names.ATTEMPT_ANNOTATION: "2",
-        names.IDEMPOTENCY_KEY_ANNOTATION: key,
+        names.IDEMPOTENCY_KEY_ANNOTATION: manifests.idempotency_key(uid=UID, scheduled_time=top_of_the_hour()),
         names.FENCING_TOKEN_ANNOTATION: "3-9",
         names.TRIGGER_ANNOTATION: "retry",
     }
-    assert job["metadata"]["annotations"] == {"team": "a", **expected}
-    assert job["spec"]["template"]["metadata"]["annotations"] == expected
+
+
+def test_the_run_is_stamped_on_the_job_and_the_pod_template_keeps_only_its_own_annotations() -> None:
+    tpl = template()
+    tpl["spec"]["template"]["metadata"]["annotations"] = {"prometheus.io/scrape": "false"}
+    job = build(jobTemplate=tpl)
+    assert job["metadata"]["annotations"] == {"team": "a", **expected_stamps()}
+    assert job["spec"]["template"]["metadata"]["annotations"] == {"prometheus.io/scrape": "false"}
+
+
+def test_a_pod_template_without_annotations_gets_none() -> None:
+    pod = build()["spec"]["template"]["metadata"]
+    assert "annotations" not in pod
+    assert pod["labels"] == {"app": "report", names.SCHEDULED_JOB_LABEL: NAME}
+
+
+def test_each_stamp_is_written_once_on_the_job_and_once_per_container_env() -> None:
+    text = json.dumps(build(), separators=(",", ":"))
+    key = expected_stamps()[names.IDEMPOTENCY_KEY_ANNOTATION]
+    # Job annotation + the one container's env: twice in all (the pod-template copy made it three times).
+    assert text.count(key) == 2
+    assert text.count('"2026-05-11T10:00:00Z"') == 2
+
+
+def test_pod_template_stamps_opt_in_copies_the_annotations_onto_the_pod_template() -> None:
+    tpl = template()
+    tpl["spec"]["template"]["metadata"]["annotations"] = {"prometheus.io/scrape": "false"}
+    job = build(jobTemplate=tpl, podTemplateStamps=True)
+    assert job["metadata"]["annotations"] == {"team": "a", **expected_stamps()}
+    assert job["spec"]["template"]["metadata"]["annotations"] == {"prometheus.io/scrape": "false", **expected_stamps()}
 
 
 def test_env_goes_first_into_every_container_and_init_container_replacing_same_names() -> None:
