@@ -139,6 +139,8 @@ def test_the_intake_section_has_each_run_with_its_load(tmp_path: Path, recorded:
         assert section[run]["loadavg"]["idle"] == measured["load_idle"], run
     assert section["targets"]["chart_memory_limit_mb"] == 512
     assert section["command"] == label["command"] and section["machine"] == {"cores": 2}
+
+
 def test_interleaved_repetitions_are_all_kept_and_the_ratios_divide_medians(
     tmp_path: Path, recorded: dict[str, Any]
 ) -> None:

@@ -306,6 +306,12 @@ class InstalledCluster:
         if resource == "events":
             return {"items": self.events}
         raise AssertionError(f"unexpected get {args}")
+
+    def get_json(self, *args: str, namespaced: bool = True) -> dict[str, Any]:
+        body: dict[str, Any] = json.loads(self.run("get", *args, "-o", "json", namespaced=namespaced))
+        return body
+
+
 class FakeCronJobCluster:
     """A namespace with CronJobs, Jobs and ScheduledJobs for the hand-over (``kubectl sundial import
     --hand-over``): ``patch`` honours a ``metadata.resourceVersion`` precondition (a 409 as kubectl prints it),
