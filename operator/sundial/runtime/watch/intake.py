@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from sundial.runtime.watch.quarantine import Quarantine, metadata_of, stub_of
+from sundial.runtime.watch.quarantine import Quarantine, identity_of, stub_of
 from sundial.runtime.watch.store import Key, Store, key_of
 
 SCHEDULED_JOB = "ScheduledJob"
@@ -36,11 +36,6 @@ class Wakes(Protocol):
 
 class Forgets(Protocol):
     def forget(self, key: Key) -> None: ...
-
-
-def _identity(body: Any) -> tuple[str, str]:
-    meta = metadata_of(body)
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
 class ScheduledJobs:
@@ -99,7 +94,7 @@ class Jobs:
 
     def apply(self, event: str | None, body: Mapping[str, Any]) -> None:
         key = self._store.drop_job(body) if event == "DELETED" else self._store.put_job(body)
-        self._quarantine.release(JOB, *_identity(body))
+        self._quarantine.release(JOB, *identity_of(body))
         self._wake(key)
 
     def quarantine(self, event: str | None, body: Any, error: BaseException) -> None:
@@ -133,7 +128,7 @@ class ScheduleCalendars:
 
     def apply(self, event: str | None, body: Mapping[str, Any]) -> None:
         keys = self._store.drop_calendar(body) if event == "DELETED" else self._store.put_calendar(body)
-        self._quarantine.release(SCHEDULE_CALENDAR, *_identity(body))
+        self._quarantine.release(SCHEDULE_CALENDAR, *identity_of(body))
         self._wake(keys)
 
     def quarantine(self, event: str | None, body: Any, error: BaseException) -> None:

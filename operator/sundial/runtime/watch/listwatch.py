@@ -34,7 +34,7 @@ from sundial.kube import errors
 from sundial.kube.watches import Collection, LineTooLongError, Watches, decode
 from sundial.runtime.watch.backoff import Backoff
 from sundial.runtime.watch.paging import Paging
-from sundial.runtime.watch.quarantine import metadata_of
+from sundial.runtime.watch.quarantine import identity_of, metadata_of
 
 logger = logging.getLogger(__name__)
 
@@ -93,11 +93,6 @@ class _State:
     relists: Backoff
     version: str = ""
     any_version: bool = False
-
-
-def identity_of(body: Any) -> tuple[str, str]:
-    meta = metadata_of(body)
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
 def _version_of(body: Any, default: str) -> str:

@@ -102,6 +102,12 @@ def metadata_of(body: Any) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
+def identity_of(body: Any) -> tuple[str, str]:
+    """(namespace, name) of BODY, read as safely as :func:`metadata_of` ("" for what is missing)."""
+    meta = metadata_of(body)
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
 def where_of(error: BaseException) -> str:
     frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ is not None else []
     place = f" in {frames[-1].name}" if frames else ""
