@@ -286,8 +286,8 @@ def test_a_poison_object_is_reported_and_does_not_slow_the_healthy_ones(
     )
     for line in logged:  # the e2e operators log JSON (--log-format json); a person's terminal gets text
         record = json.loads(line) if line.startswith("{") else {}
-        assert (record.get("level"), record.get("logger")) == ("info", "kopf.objects"), line
-        assert record["message"].startswith("Webhook 'validate-scheduledjob' failed permanently: "), line
+        assert (record.get("level"), record.get("logger")) == ("info", "sundial.runtime.serving.webhookserver"), line
+        assert record["message"].startswith("admission refused (scheduledjobs): "), line
     # ... while the stored poison still takes a metadata-only update (it can be labelled and cleaned up).
     cluster.kubectl("label", "scheduledjob", POISON, "-n", namespace, "quarantine=true")
 

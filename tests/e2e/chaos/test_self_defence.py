@@ -43,15 +43,30 @@ def _sample(text: str, series: str) -> float | None:
 
 def test_a_wedged_loop_loses_its_shard_to_the_standby_within_the_lease_plus_two_seconds(harness: Harness) -> None:
     h = harness
-    fleet = h.fleet(2, env={"replica-a": {"SUNDIAL_TEST_BLOCK_LOOP": str(BLOCKED_FOR)}}, extra_args=WATCHDOG_ARGS)
-    wedged, standby = fleet.replicas["replica-a"], fleet.replicas["replica-b"]
-    wedged.start()  # alone, so it is the one acting
+    hook = {"SUNDIAL_TEST_BLOCK_LOOP": str(BLOCKED_FOR)}  # armed in both: the holder is the one wedged
+    fleet = h.fleet(2, env={"replica-a": hook, "replica-b": hook}, extra_args=WATCHDOG_ARGS)
+    first, second = fleet.replicas["replica-a"], fleet.replicas["replica-b"]
+    first.start()  # alone, so it is the one acting
     assert fleet.wait_for_holder(timeout=60).identity == "replica-a"
     h.create_scheduled_jobs(6, EVERY_2S)
     h.wait(lambda: len(h.watch.snapshot()) >= 6, 60, "runs under the first holder")
-    standby.start()
-    h.wait(lambda: standby.probe("/readyz") == 200, 60, "the standby is ready")
-    h.wait(lambda: _sample(standby.metrics(), "sundial_shard_members") == 2.0, 30, "the standby is a member")
+    second.start()
+    h.wait(lambda: second.probe("/readyz") == 200, 60, "the second replica is ready")
+    h.wait(lambda: _sample(second.metrics(), "sundial_shard_members") == 2.0, 30, "the second replica is a member")
+
+    # Two members rebalance the shard to whichever the assignment names: wedge its holder, whichever it is,
+    # once the assignment has settled (the replica it names holds the Lease).
+    def settled() -> Any:
+        holder = fleet.holder()
+        if holder is None or _sample(holder.metrics(), "sundial_leases_held") != 1.0:
+            return None
+        other = second if holder is first else first
+        return holder if _sample(other.metrics(), "sundial_shards_assigned") == 0.0 else None
+
+    wedged = h.wait(settled, LEASE_DURATION + 20, "the shard assignment settled")
+    standby = second if wedged is first else first
+    runs_before = len(h.watch.snapshot())
+    h.wait(lambda: len(h.watch.snapshot()) > runs_before, 30, "runs under the settled holder")
     assert fleet.holder() is wedged
 
     wedged.signal(signal.SIGUSR1)  # the loop sleeps BLOCKED_FOR seconds; the probe and lease threads run on
@@ -59,7 +74,7 @@ def test_a_wedged_loop_loses_its_shard_to_the_standby_within_the_lease_plus_two_
     blocked_at = time.monotonic()
     h.wait(lambda: wedged.probe("/readyz") == 503, 5, "readiness fails past the first bound", interval=0.1)
     assert wedged.probe("/healthz") == 200  # not restarted: it withdraws and recovers
-    holder = fleet.wait_for_holder(timeout=LEASE_DURATION + 10, other_than="replica-a")
+    holder = fleet.wait_for_holder(timeout=LEASE_DURATION + 10, other_than=wedged.identity)
     took = time.monotonic() - blocked_at
     assert holder is standby
     assert took <= LEASE_DURATION + 2, f"the standby took the shard {took:.1f}s after the loop was blocked"
@@ -71,7 +86,8 @@ def test_a_wedged_loop_loses_its_shard_to_the_standby_within_the_lease_plus_two_
         _sample(text, 'sundial_loop_lateness_seconds_bucket{le="+Inf"}') or 0
     ), "the blocked beat was recorded"
     h.wait(lambda: _sample(wedged.metrics(), "sundial_shard_members") == 2.0, 30, "it joins the member set again")
-    time.sleep(4)  # schedule time passing under the rebalanced replicas (not a condition)
+    runs_rejoined = len(h.watch.snapshot())
+    h.wait(lambda: len(h.watch.snapshot()) >= runs_rejoined + 6, 30, "runs under the rebalanced replicas")
     h.finish("wedged loop")
 
 

@@ -58,11 +58,37 @@ def snapshot() -> dict[str, list[str]]:
     }
 
 
-def create_bridge(name: str, address: str, prefix: int, *, service_cidr: str, service_ip: str) -> None:
+def _processes_with(marker: str) -> list[int]:
+    """The processes on this machine whose command line holds MARKER."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(marker.encode() in arg for arg in argv):
+            found.append(int(entry.name))
+    return found
+
+
+def create_bridge(
+    name: str, address: str, prefix: int, *, service_cidr: str, service_ip: str, owner_marker: str
+) -> None:
     """The bridge with the node's ADDRESS and the ``kubernetes`` Service's SERVICE_IP on it, and the rest of
-    SERVICE_CIDR unreachable from this machine (no ClusterIP is ever dialled off it)."""
+    SERVICE_CIDR unreachable from this machine (no ClusterIP is ever dialled off it).
+
+    The bridge is the machine's one-real-node lock. A bridge that no live process owns (no command line holds
+    OWNER_MARKER, which every real node's kubelet carries) is what a killed run left behind: it is removed and
+    made anew rather than failing every real-node test of every later run on the machine."""
     if Path(f"/sys/class/net/{name}").exists():
-        raise HostError(f"interface {name} exists: another real node runs on this machine (or one was not stopped)")
+        owners = _processes_with(owner_marker)
+        if owners:
+            raise HostError(
+                f"interface {name} exists and a real node runs on this machine (pids {owners[:5]}): stop it first"
+            )
+        delete_bridge(name, service_cidr=service_cidr)
     _run("ip", "link", "add", name, "type", "bridge")
     _run("ip", "addr", "add", f"{address}/{prefix}", "dev", name)
     _run("ip", "addr", "add", f"{service_ip}/32", "dev", name)

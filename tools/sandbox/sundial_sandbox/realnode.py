@@ -91,7 +91,14 @@ class RealNode:
         state = {"before": snapshot(), "images": {"pause": pause, "shell": shell}, "name": self.name}
         p.state.write_text(json.dumps(state, indent=2), encoding="utf-8")
         prefix = int(SUBNET.split("/")[1])
-        create_bridge(BRIDGE, NODE_IP, prefix, service_cidr=SERVICE_CIDR, service_ip=KUBERNETES_SERVICE_IP)
+        create_bridge(
+            BRIDGE,
+            NODE_IP,
+            prefix,
+            service_cidr=SERVICE_CIDR,
+            service_ip=KUBERNETES_SERVICE_IP,
+            owner_marker=f"--node-labels={REAL_NODE_LABEL}=",
+        )
         # The bridge is the machine's one-real-node lock: only its creator may undo host state (a start that
         # found another node's bridge must leave that node's bridge, netns and cgroups alone).
         state["owns_host"] = True
