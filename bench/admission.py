@@ -37,32 +37,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.crafted import crafted_review
 from sundial.runtime.serving import admission, certificates, offloop, probes, probethread, webhookserver, webhooktls
 
 TICK = 0.01
 """Seconds between the main loop's timer ticks."""
-KEYS = 16_860
-"""Keys of each crafted jobTemplate: 2 x 16,860 make an 838 KiB review."""
-
-
-def crafted_review() -> bytes:
-    """An UPDATE review whose object and oldObject differ everywhere in a wide jobTemplate (838 KiB)."""
-
-    def template(shift: int) -> dict[str, Any]:
-        return {f"k{i:05d}": {"v": [i + shift]} for i in range(KEYS)}
-
-    def body(shift: int) -> dict[str, Any]:
-        spec = {"schedule": "* * * * *", "jobTemplate": {"metadata": {"labels": template(shift)}}}
-        return {"apiVersion": "sundial.dev/v1alpha1", "kind": "ScheduledJob", "metadata": {"name": "x"}, "spec": spec}
-
-    request = {
-        "uid": "flood",
-        "operation": "UPDATE",
-        "resource": {"group": "sundial.dev", "version": "v1alpha1", "resource": "scheduledjobs"},
-        "object": body(1),
-        "oldObject": body(0),
-    }
-    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}).encode()
 
 
 def legitimate_review() -> bytes:

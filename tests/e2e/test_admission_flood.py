@@ -25,6 +25,7 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from bench.crafted import crafted_review
 from tests.e2e.harness.namespaces import create_namespace, delete_namespace
 from tests.e2e.harness.operators import http_get
 
@@ -57,28 +58,6 @@ INVALID = {
         },
     },
 }
-
-
-KEYS = 16_860
-"""Keys of each crafted jobTemplate: 2 x 16,860 make an 838 KiB review (bench/admission.py builds the same)."""
-
-
-def crafted_review() -> bytes:
-    """An UPDATE review whose object and oldObject differ everywhere in a wide jobTemplate (838 KiB)."""
-
-    def body(shift: int) -> dict[str, Any]:
-        labels = {f"k{i:05d}": {"v": [i + shift]} for i in range(KEYS)}
-        spec = {"schedule": "* * * * *", "jobTemplate": {"metadata": {"labels": labels}}}
-        return {"apiVersion": "sundial.dev/v1alpha1", "kind": "ScheduledJob", "metadata": {"name": "x"}, "spec": spec}
-
-    request = {
-        "uid": "flood",
-        "operation": "UPDATE",
-        "resource": {"group": "sundial.dev", "version": "v1alpha1", "resource": "scheduledjobs"},
-        "object": body(1),
-        "oldObject": body(0),
-    }
-    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}).encode()
 
 
 def _stamp(text: str) -> dt.datetime:
