@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
@@ -22,8 +19,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
     reason="the bench smoke run needs its own sandbox (it restarts nothing, but measures a quiet cluster)",
 )
 def test_bench_smoke(tmp_path: Path) -> None:
-    if str(REPO) not in sys.path:  # bench/ is a top-level folder of the repository, not an installed package
-        sys.path.insert(0, str(REPO))
     from bench.env import BenchCluster  # noqa: PLC0415
     from bench.herd import Herd  # noqa: PLC0415
     from bench.scenarios import operator_args  # noqa: PLC0415
