@@ -1,5 +1,5 @@
-"""``python -m bench run [--scenario herd|steady|scale|cost|failover|neighbour|intake|all] [--size smoke|small|full]
-[--set KEY=VALUE] [--out DIR] [--latest docs/benchmarks/latest.json | --no-latest]``,
+"""``python -m bench run [--scenario herd|steady|scale|cost|failover|neighbour|intake|calendar-edit|all]
+[--size smoke|small|full] [--set KEY=VALUE] [--out DIR] [--latest docs/benchmarks/latest.json | --no-latest]``,
 ``python -m bench report DIR`` (re-render report.md and the plots), ``python -m bench record DIR [--latest F]``
 (merge a results folder's headline numbers into the results file).
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from bench import env, latest, report, scenarios
 
-SCENARIOS = ("herd", "steady", "scale", "cost", "failover", "neighbour", "intake")
+SCENARIOS = ("herd", "steady", "scale", "cost", "failover", "neighbour", "intake", "calendar-edit")
 LATEST = env.REPO / "docs" / "benchmarks" / "latest.json"
 
 

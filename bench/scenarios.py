@@ -1,4 +1,4 @@
-"""The seven scenarios and their sizes. Each runs on its own fresh sandbox.
+"""The eight scenarios and their sizes. Each runs on its own fresh sandbox.
 
 Besides the size's keys, ``--set`` takes ``herd_contenders`` (default ``raw,raw-shaped,raw-cronjob-shaped,
 sundial,cronjob-default``; ``cronjob-raised`` too on request), ``herd_reps`` (interleaved repetitions of each,
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import cost, production
+from bench.calendaredit import CalendarEdit
 from bench.failover import Failover
 from bench.herd import Herd
 from bench.intake import Intake
@@ -33,6 +34,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "cost_n": 100, "failover_objects": 5, "idle_seconds": 10, "herd_priority_share": 0.0,
         "neighbour_victims": 5, "neighbour_seconds": 30,
         "intake_n": 500, "intake_ordinary": 2000,
+        "calendar_edit_victims": 5, "calendar_edit_seconds": 30, "calendar_edit_referrers": 400,
     },
     "small": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
@@ -41,6 +43,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "cost_n": 200, "failover_objects": 10, "idle_seconds": 20, "herd_priority_share": 0.0,
         "neighbour_victims": 20, "neighbour_seconds": 90,
         "intake_n": 500, "intake_ordinary": 10000,
+        "calendar_edit_victims": 10, "calendar_edit_seconds": 60, "calendar_edit_referrers": 400,
     },
     "full": {
         "sundial_qps": SUNDIAL_QPS, "sundial_burst": SUNDIAL_BURST,
@@ -49,6 +52,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "cost_n": 500, "failover_objects": 20, "idle_seconds": 60, "herd_priority_share": 0.0,
         "neighbour_victims": 20, "neighbour_seconds": 150,
         "intake_n": 500, "intake_ordinary": 20000,
+        "calendar_edit_victims": 20, "calendar_edit_seconds": 75, "calendar_edit_referrers": 400,
     },
 }  # fmt: skip
 
@@ -149,6 +153,14 @@ def run(name: str, out: Path, params: dict[str, Any], *, profile: bool = False) 
             operator_args=operator_args(
                 params["sundial_qps"], params["sundial_burst"], extra=params.get("sundial_args", "")
             ),
+        ).run()
+    if name == "calendar-edit":
+        return CalendarEdit(
+            out=out,
+            victims=params["calendar_edit_victims"],
+            seconds=params["calendar_edit_seconds"],
+            referrers=params["calendar_edit_referrers"],
+            operator_args=operator_args(extra=params.get("sundial_args", "")),
         ).run()
     if name == "failover":
         return Failover(out=out, objects=params["failover_objects"], operator_args=[]).run()
