@@ -35,7 +35,7 @@ from sundial.runtime.dispatch.dispatcher import Dispatcher
 from sundial.runtime.serving import access, admission, certrotators, frame, metricstls, probes, probethread, watchdog
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
-from sundial.runtime.watch import intake, kinds
+from sundial.runtime.watch import fencingpolicies, intake, kinds
 from sundial.runtime.watch.keeping import object_bound
 from sundial.runtime.watch.listwatch import ListWatch, Sink
 from sundial.runtime.watch.quarantine import Quarantine
@@ -78,7 +78,8 @@ class Parts:
     registry: Any
     """kopf's registry: the login only (kopf watches nothing and serves no admission)."""
     informers: Sequence[ListWatch]
-    """The ScheduledJobs', the Jobs' and the ScheduleCalendars' informers."""
+    """The ScheduledJobs', the Jobs' and the ScheduleCalendars' informers (readiness waits for these), then the
+    fencing policy's and its binding's, if one is configured (a change triggers a fencing probe)."""
     kopf_settings: Any
     logged_in: asyncio.Event
     stopping: asyncio.Event
@@ -173,6 +174,13 @@ async def build(
             metrics=metrics,
             readiness=readiness,
             sinks=_sinks(store, dispatcher, reconciler, quarantine),
+        )
+        + fencingpolicies.informers(  # not waited for by readiness: they only trigger fencing probes
+            settings.leases.fencing_policy,
+            watches=watches.Watches(api_client=client, requester=requester),
+            on_change=leadership.fencing_changed,
+            quarantine=quarantine,
+            observer=metrics.intake,
         ),
         kopf_settings=kopf_settings,
         logged_in=logged_in,
