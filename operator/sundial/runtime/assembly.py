@@ -174,13 +174,7 @@ async def build(
             metrics=metrics,
             readiness=readiness,
             sinks=_sinks(store, dispatcher, reconciler, quarantine),
-        )
-        + fencingpolicies.informers(  # not waited for by readiness: they only trigger fencing probes
-            settings.leases.fencing_policy,
-            watches=watches.Watches(api_client=client, requester=requester),
-            on_change=leadership.fencing_changed,
-            quarantine=quarantine,
-            observer=metrics.intake,
+            fencing=(leadership.fencing_changed, quarantine),
         ),
         kopf_settings=kopf_settings,
         logged_in=logged_in,
@@ -214,8 +208,11 @@ def _informers(
     metrics: Metrics,
     readiness: Readiness,
     sinks: Sequence[tuple[Any, Sink]],
+    fencing: tuple[Callable[[], None], Quarantine],
 ) -> list[ListWatch]:
-    """One informer per kind, feeding the store through its sink; ready once all have listed."""
+    """One informer per kind, feeding the store through its sink; ready once all have listed. Then the fencing
+    policy's and its binding's (FENCING: what a change calls, and the quarantine), which readiness does not wait
+    for: they only trigger fencing probes."""
     source = watches.Watches(api_client=client, requester=requester)
     made = [
         ListWatch(watches=source, sink=sink, collection=collection, namespaces=settings.namespaces,
@@ -223,7 +220,11 @@ def _informers(
         for collection, sink in sinks
     ]  # fmt: skip
     readiness.wait_for(made)
-    return made
+    on_change, quarantine = fencing
+    return made + fencingpolicies.informers(
+        settings.leases.fencing_policy, watches=source, on_change=on_change, quarantine=quarantine,
+        observer=metrics.intake,
+    )  # fmt: skip
 
 
 def _reconciler(
