@@ -9,7 +9,7 @@ test then mints a token for the chart's ServiceAccount through the TokenRequest 
 * ScheduledJobs: list/watch (kopf), get, delete (``ttlSecondsAfterFinished``); status get/update/patch;
 * Jobs: list/watch, create, patch (the shard label before a delete), delete (history limit); Events: create,
   patch (a series' count, written at most once a second here: ``--event-series-interval 1``); Leases: create,
-  get, update.
+  get, update; the release's fencing ValidatingAdmissionPolicy and its binding: list/watch by name.
 
 Then nothing was refused: no ``code="403"`` in ``sundial_api_requests_total`` and no "forbidden" in the log.
 The sandbox's API server enforces OwnerReferencesPermissionEnforcement (as OpenShift does), so each Job create
@@ -396,12 +396,17 @@ def test_the_namespaced_chart_is_enough_in_its_namespace_and_nothing_more(
     cluster: Cluster, namespaced: Release, start_operator: OperatorLauncher, namespace: str, tmp_path: Path
 ) -> None:
     # The only cluster-scoped RBAC: the editor/viewer roles aggregated into edit/admin/view (for users, not
-    # the operator: nothing binds them to its ServiceAccount).
+    # the operator: nothing binds them to its ServiceAccount), and the operator's reader of its own fencing
+    # policy and binding (cluster-scoped objects, by name: list/watch only).
     cluster_rbac = [m for m in namespaced.manifests() if m["kind"] in ("ClusterRole", "ClusterRoleBinding")]
-    assert sorted(m["metadata"]["name"] for m in cluster_rbac) == [
-        f"{namespaced.service_account}-editor",
-        f"{namespaced.service_account}-viewer",
+    assert sorted((m["kind"], m["metadata"]["name"]) for m in cluster_rbac) == [
+        ("ClusterRole", f"{namespaced.service_account}-editor"),
+        ("ClusterRole", f"{namespaced.service_account}-fencing-reader"),
+        ("ClusterRole", f"{namespaced.service_account}-viewer"),
+        ("ClusterRoleBinding", f"{namespaced.service_account}-fencing-reader"),
     ]
+    (reader,) = [m for m in cluster_rbac if m["kind"] == "ClusterRole" and m["metadata"]["name"].endswith("-reader")]
+    assert [rule["resourceNames"] for rule in reader["rules"]] == [[fencing_policy(namespaced)]]
     other = create_namespace(cluster, "chart-other")
     try:
         assert namespaced.can_i("watch", "scheduledjobs.sundial.dev", namespace)

@@ -51,12 +51,13 @@ class LineTooLongError(errors.TransientError):
 
 @dataclass(frozen=True)
 class Collection:
-    """One kind of object: its API group path (``apis/batch/v1``), its plural, and the label selector sent to
-    the API server with every LIST and WATCH ("" for none)."""
+    """One kind of object: its API group path (``apis/batch/v1``), its plural, and the label and field selectors
+    sent to the API server with every LIST and WATCH ("" for none)."""
 
     group_version: tuple[str, ...]
     plural: str
     label_selector: str = ""
+    field_selector: str = ""
 
     def path(self, namespace: str | None) -> str:
         if namespace is None:
@@ -65,7 +66,8 @@ class Collection:
 
     def query(self, **values: str) -> dict[str, str]:
         selector = {"labelSelector": self.label_selector} if self.label_selector else {}
-        return selector | values
+        fields = {"fieldSelector": self.field_selector} if self.field_selector else {}
+        return selector | fields | values
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from sundial.runtime.dispatch.dispatcher import Dispatcher
 from sundial.runtime.serving import access, admission, certrotators, frame, metricstls, probes, probethread, watchdog
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
-from sundial.runtime.watch import intake, kinds
+from sundial.runtime.watch import fencingpolicies, intake, kinds
 from sundial.runtime.watch.keeping import object_bound
 from sundial.runtime.watch.listwatch import ListWatch, Sink
 from sundial.runtime.watch.quarantine import Quarantine
@@ -78,7 +78,8 @@ class Parts:
     registry: Any
     """kopf's registry: the login only (kopf watches nothing and serves no admission)."""
     informers: Sequence[ListWatch]
-    """The ScheduledJobs', the Jobs' and the ScheduleCalendars' informers."""
+    """The ScheduledJobs', the Jobs' and the ScheduleCalendars' informers (readiness waits for these), then the
+    fencing policy's and its binding's, if one is configured (a change triggers a fencing probe)."""
     kopf_settings: Any
     logged_in: asyncio.Event
     stopping: asyncio.Event
@@ -173,6 +174,7 @@ async def build(
             metrics=metrics,
             readiness=readiness,
             sinks=_sinks(store, dispatcher, reconciler, quarantine),
+            fencing=(leadership.fencing_changed, quarantine),
         ),
         kopf_settings=kopf_settings,
         logged_in=logged_in,
@@ -206,8 +208,11 @@ def _informers(
     metrics: Metrics,
     readiness: Readiness,
     sinks: Sequence[tuple[Any, Sink]],
+    fencing: tuple[Callable[[], None], Quarantine],
 ) -> list[ListWatch]:
-    """One informer per kind, feeding the store through its sink; ready once all have listed."""
+    """One informer per kind, feeding the store through its sink; ready once all have listed. Then the fencing
+    policy's and its binding's (FENCING: what a change calls, and the quarantine), which readiness does not wait
+    for: they only trigger fencing probes."""
     source = watches.Watches(api_client=client, requester=requester)
     made = [
         ListWatch(watches=source, sink=sink, collection=collection, namespaces=settings.namespaces,
@@ -215,7 +220,11 @@ def _informers(
         for collection, sink in sinks
     ]  # fmt: skip
     readiness.wait_for(made)
-    return made
+    on_change, quarantine = fencing
+    return made + fencingpolicies.informers(
+        settings.leases.fencing_policy, watches=source, on_change=on_change, quarantine=quarantine,
+        observer=metrics.intake,
+    )  # fmt: skip
 
 
 def _reconciler(

@@ -1,5 +1,6 @@
 """Server-side fencing on the sandbox: the chart's fencing policies (``<fullname>-fencing`` and
-``<fullname>-fencing-label``), a ServiceAccount, and one pod-bound token per replica (docs/fencing.md).
+``<fullname>-fencing-label``), the chart's role that lets the operator follow the first and its binding
+(``<fullname>-fencing-reader``), a ServiceAccount, and one pod-bound token per replica (docs/fencing.md).
 
 The policy only checks requests of the operator's ServiceAccount, and its Job-DELETE rule compares the
 requesting pod's name (``authentication.kubernetes.io/pod-name``, present in tokens bound to a pod) with the
@@ -25,6 +26,7 @@ REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "sundial"
 SERVICE_ACCOUNT = "sundial"
 POLICY_TEMPLATE = "templates/fencing-policy.yaml"
+READER_TEMPLATE = "templates/fencing-rbac.yaml"
 
 
 def helm() -> str | None:
@@ -38,7 +40,8 @@ def helm() -> str | None:
 
 
 def render_policy(helm_binary: str, *, release: str, namespace: str, lease_prefix: str) -> list[dict[str, Any]]:
-    """The chart's fencing policy and binding for a release in NAMESPACE with these Leases."""
+    """The chart's fencing policies and bindings for a release in NAMESPACE with these Leases, and the operator's
+    ClusterRole reading the fencing policy and binding, with its ClusterRoleBinding."""
     result = subprocess.run(
         [
             helm_binary,
@@ -53,6 +56,8 @@ def render_policy(helm_binary: str, *, release: str, namespace: str, lease_prefi
             f"leaderElection.leaseNamePrefix={lease_prefix}",
             "--show-only",
             POLICY_TEMPLATE,
+            "--show-only",
+            READER_TEMPLATE,
         ],
         capture_output=True,
         text=True,
@@ -102,6 +107,9 @@ class ServerFencing:
             f"system:serviceaccount:{self.namespace}:{SERVICE_ACCOUNT}",
         )
         self.policy = json.loads(text)
+        for doc in self.policy:
+            if doc["kind"] == "ClusterRoleBinding":
+                doc["subjects"] = [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": self.namespace}]
         kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": self.policy}))
         return self
 

@@ -5,6 +5,8 @@
   finds no run doubled or lost.
 * Fencing is probed periodically: deleting the fencing policy's binding sets ``sundial_fencing_enforced`` to 0
   (and the alert's expression is true on the scrape) within the probe period; restoring it sets 1 again.
+* And after a change is seen: with a probe period of 10 minutes, the binding deleted and restored moves the
+  gauge within seconds (the replica follows the policy and its binding with the chart's reader role).
 * A replica whose clock is an hour ahead (``SUNDIAL_TEST_CLOCK_OFFSET``) never holds a shard and creates
   nothing; the other replica keeps the schedule (the auditor's proof).
 """
@@ -34,6 +36,10 @@ EVERY_2S = "*/2 * * * * *"
 WATCHDOG_ARGS = ("--watchdog-unready-lag", "1", "--watchdog-withdraw-lag", "2")
 BLOCKED_FOR = 12.0
 PROBE_PERIOD = 3.0
+LONG_PROBE_PERIOD = 600.0
+#: How long a seen change may take to move the gauge: the probe rounds 1.5 s and 5 s after it
+#: (sundial.runtime.coordination.provers.CHANGE_PROBE_DELAYS), the watch's and a loaded API server's delays.
+SEEN_WITHIN = 20.0
 
 
 def _sample(text: str, series: str) -> float | None:
@@ -152,6 +158,28 @@ def test_deleting_the_fencing_binding_is_seen_within_the_probe_period_and_restor
         )
         states = {state: recorded[state] for state in STATES}
         RECORDING.write_text(json.dumps({"about": about, "states": states}, indent=1) + "\n")
+
+
+def test_a_change_of_the_fencing_binding_is_probed_within_seconds_not_at_the_next_probe_period(
+    harness: Harness,
+) -> None:
+    """The probe period is 10 minutes, so only the change seen by the replica's informers explains the gauge
+    moving within seconds: to 0 when the binding is deleted, back to 1 when it is restored."""
+    h = harness
+    fencing = h.server_fencing()
+    fleet = h.fleet(1, fencing=fencing, extra_args=("--fencing-probe-period", str(LONG_PROBE_PERIOD)))
+    fleet.start()
+    [replica] = fleet.replicas.values()
+    gauge = 'sundial_fencing_enforced{shard="0"}'
+    h.wait(lambda: _sample(replica.metrics(), gauge) == 1.0, 60, "fencing enforced at the acquire")
+    failures = 'sundial_informer_failures_total{kind="validatingadmissionpolicybindings"'
+    binding = _binding(h, fencing)
+
+    h.cluster.kubectl("delete", "validatingadmissionpolicybinding", binding["metadata"]["name"])
+    h.wait(lambda: _sample(replica.metrics(), gauge) == 0.0, SEEN_WITHIN, "the deleted binding seen: 0", interval=0.2)
+    h.cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    h.wait(lambda: _sample(replica.metrics(), gauge) == 1.0, SEEN_WITHIN, "the restored binding seen: 1", interval=0.2)
+    assert failures not in replica.metrics()  # listed and watched under the chart's reader role: no 403
 
 
 def test_a_replica_an_hour_ahead_creates_nothing_and_the_other_keeps_the_schedule(harness: Harness) -> None:

@@ -138,3 +138,52 @@ def test_the_chart_tells_the_operator_its_policys_name() -> None:
     off = subprocess.run([*args, "--set", "fencing.policy.enabled=false"], capture_output=True, text=True,
                          check=True, timeout=120).stdout  # fmt: skip
     assert re.search(r"--fencing-policy=\s*$", off, re.MULTILINE)  # none installed: no 403 is a fencing refusal
+
+
+def _readers(*sets: str) -> list[dict[str, Any]]:
+    """The rendered RBAC objects that read the fencing policy (<fullname>-fencing-reader)."""
+    args = [helm_binary(), "template", "prod", str(CHART), "--namespace", "sundial-system"]
+    for value in sets:
+        args += ["--set", value]
+    result = subprocess.run(args, capture_output=True, text=True, check=True, timeout=120)
+    return [
+        doc
+        for doc in yaml.safe_load_all(result.stdout)
+        if doc and doc["kind"].startswith("ClusterRole") and doc["metadata"]["name"].endswith("-fencing-reader")
+    ]
+
+
+READS_THE_POLICY = {
+    "apiGroups": ["admissionregistration.k8s.io"],
+    "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
+    "verbs": ["list", "watch"],  # the informers' calls only (a LIST and a WATCH selected by metadata.name)
+}
+
+
+@pytest.mark.parametrize("sets", [(), ("watchNamespaces={team-a}",)])
+def test_the_operator_may_list_and_watch_its_fencing_policy_and_binding_and_nothing_else(sets: tuple[str, ...]) -> None:
+    """The policy is cluster-scoped: its reader is a ClusterRole even when the operator watches namespaces."""
+    role, binding = sorted(_readers(*sets), key=lambda doc: str(doc["kind"]))
+    assert role["kind"] == "ClusterRole" and binding["kind"] == "ClusterRoleBinding"
+    assert role["rules"] == [READS_THE_POLICY | {"resourceNames": ["prod-sundial-fencing"]}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"] == "prod-sundial-fencing-reader"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "prod-sundial", "namespace": "sundial-system"}]
+    assert _readers(*sets, "fencing.policy.enabled=false") == []  # no policy, nothing to follow
+    assert _readers(*sets, "rbac.create=false") == []
+
+
+def test_config_rbac_lets_the_operator_read_its_fencing_policy_by_name() -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl (for kubectl kustomize) is not on PATH")
+    built = subprocess.run(
+        [kubectl, "kustomize", str(ROOT / "config" / "rbac")], capture_output=True, text=True, check=True
+    ).stdout
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(built) if d}
+    role = docs["ClusterRole", "sundial-fencing-reader"]
+    assert role["rules"] == [READS_THE_POLICY | {"resourceNames": ["sundial-fencing"]}]
+    binding = docs["ClusterRoleBinding", "sundial-fencing-reader"]
+    assert binding["roleRef"]["name"] == "sundial-fencing-reader"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "sundial-operator", "namespace": "sundial-system"}
+    ]

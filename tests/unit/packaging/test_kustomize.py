@@ -45,6 +45,9 @@ def test_default_holds_the_namespace_crd_rbac_and_operator(default: list[dict[st
             "Role",
             "RoleBinding",
             "Deployment",
+            # Read the fencing policy and its binding (sundial-fencing-reader):
+            "ClusterRole",
+            "ClusterRoleBinding",
             # Aggregated into the built-in edit/admin and view roles.
             "ClusterRole",
             "ClusterRole",
@@ -137,6 +140,7 @@ def test_bindings_bind_the_operator_service_account(default: list[dict[str, Any]
         ("ClusterRoleBinding", "ClusterRole", "sundial-operator"),
         ("RoleBinding", "Role", "sundial-leader-election"),
         ("ClusterRoleBinding", "ClusterRole", "sundial-webhook-ca-bundle"),
+        ("ClusterRoleBinding", "ClusterRole", "sundial-fencing-reader"),
         ("RoleBinding", "Role", "sundial-webhook-certificate"),
     ):
         binding = checks.one(default, kind, role)

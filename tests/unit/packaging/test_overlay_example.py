@@ -64,7 +64,7 @@ def test_every_reference_names_the_renamed_object(built: list[dict[str, Any]], c
     fencing = checks.one(built, "ValidatingAdmissionPolicy", f"{PREFIX}sundial-fencing")["metadata"]["name"]
     subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
     bindings = [m for m in built if m["kind"] in ("RoleBinding", "ClusterRoleBinding")]
-    assert len(bindings) == 4 and all(binding["subjects"] == [subject] for binding in bindings)
+    assert len(bindings) == 5 and all(binding["subjects"] == [subject] for binding in bindings)
     deployment = checks.one(built, "Deployment")
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == account
     args = _args(built, checks)
@@ -77,6 +77,8 @@ def test_every_reference_names_the_renamed_object(built: list[dict[str, Any]], c
     checks.restricted_pod(deployment)
     [ca_rule] = checks.one(built, "ClusterRole", f"{PREFIX}sundial-webhook-ca-bundle")["rules"]
     assert ca_rule["resourceNames"] == [webhooks["metadata"]["name"]]
+    [reader_rule] = checks.one(built, "ClusterRole", f"{PREFIX}sundial-fencing-reader")["rules"]
+    assert reader_rule["resourceNames"] == [fencing]  # the policy and its binding share the name
     [secret_rule] = checks.one(built, "Role", f"{PREFIX}sundial-webhook-certificate")["rules"]
     assert secret_rule["resourceNames"] == [secret]
     for webhook in webhooks["webhooks"]:

@@ -84,7 +84,11 @@ async def test_the_settings_reach_the_parts(tmp_path: Path) -> None:
         assert built.apps == []  # /metrics off; the probes are served on their own thread
         assert built.probes is not None and built.probes.port == 18081
         assert built.webhook is None and built.kopf_settings.admission.server is None  # --webhook-port 0
-        assert [informer.plural for informer in built.informers] == ["scheduledjobs", "jobs", "schedulecalendars"]
+        assert [informer.plural for informer in built.informers] == [
+            "scheduledjobs", "jobs", "schedulecalendars",
+            "validatingadmissionpolicies", "validatingadmissionpolicybindings",  # --fencing-policy sundial-fencing
+        ]  # fmt: skip
+        assert [i.plural for i in built.readiness._informers] == ["scheduledjobs", "jobs", "schedulecalendars"]
         assert built.lease_changes.empty()
         assert not built.stopping.is_set()
     finally:

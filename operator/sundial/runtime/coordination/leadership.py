@@ -17,8 +17,9 @@ only makes sure the replica holds nothing: it stops acting, releases every shard
 Lease, so the others reassign its shards at their next round and take them over at once. When the guards
 clear, the next round joins again like a new member.
 
-Every shard held is probed for fencing enforcement at its acquire and every ``fencing_probe_period`` after it
-(:func:`sundial.runtime.coordination.proofs.probe`): a policy or binding deleted later sets
+Every shard held is probed for fencing enforcement at its acquire, every ``fencing_probe_period`` after it, and
+seconds after a change of the fencing policy or its binding is seen (:meth:`Leadership.fencing_changed`;
+:func:`sundial.runtime.coordination.proofs.probe`): a policy or binding deleted later sets
 ``sundial_fencing_enforced`` to 0.
 
 Membership only decides who *tries*. Mutual exclusion still comes from the Lease compare-and-set and the
@@ -39,7 +40,7 @@ from datetime import datetime
 
 from sundial.kube import errors, leases
 from sundial.model import names
-from sundial.runtime.coordination import assignment, decisions, members
+from sundial.runtime.coordination import assignment, decisions, members, provers
 from sundial.runtime.coordination.electors import UNREAD, LeaseElector, Unread
 from sundial.runtime.coordination.proofs import FencingApi
 from sundial.runtime.coordination.provers import Prover
@@ -81,6 +82,9 @@ class Sharding:
     """The fencing policy's name; empty: none is installed, acquires are not probed."""
     fencing_probe_period: float = 60.0
     """Seconds between two enforcement probes of a shard held all along (besides the one at its acquire)."""
+    fencing_change_delays: Sequence[float] = provers.CHANGE_PROBE_DELAYS
+    """Seconds after a change of the fencing policy or its binding is seen (:meth:`Leadership.fencing_changed`) at
+    which every held shard is probed again."""
     guard: Callable[[], WithdrawReason | None] = _never_withdraw
     """Asked before every round: a reason to hold nothing right now, or None
     (:class:`sundial.runtime.coordination.guards.Guards`)."""
@@ -117,6 +121,7 @@ class Leadership:
             period=sharding.fencing_probe_period,
             metrics=sharding.metrics,
             clock=clock,
+            change_delays=sharding.fencing_change_delays,
         )
         self._withdrawn: WithdrawReason | None = None
 
@@ -149,6 +154,12 @@ class Leadership:
         """
         logger.warning("shard %d: a write was refused under token %s", shard, self.fencing_token(shard))
         self._prover.fenced(shard)
+
+    def fencing_changed(self) -> None:
+        """The fencing policy or its binding was created, changed or deleted (any thread; the intake's informers,
+        :mod:`sundial.runtime.watch.fencingpolicies`): every held shard is probed again within seconds
+        (:meth:`sundial.runtime.coordination.provers.Prover.changed`), not only at the next probe period."""
+        self._prover.changed()
 
     async def settle_background(self) -> None:
         """Wait for the confirmations and probes started so far (tests)."""

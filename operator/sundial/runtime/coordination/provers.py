@@ -8,6 +8,10 @@ the lease loop (docs/fencing.md, DESIGN §11.3, §12.2).
   pauses: the policy may not have seen a new Lease yet);
 * :meth:`Prover.periodically` — every ``period`` a shard held all along is probed again (once: that Lease is
   not new), so a policy or binding deleted after the acquire sets ``sundial_fencing_enforced`` to 0;
+* :meth:`Prover.changed` — the fencing policy or its binding was seen created, changed or deleted (the intake's
+  informers, :mod:`sundial.runtime.watch.fencingpolicies`; from any thread): every held shard is probed again
+  :data:`CHANGE_PROBE_DELAYS` after it, at most one such round per :data:`CHANGE_PROBE_INTERVAL` however many
+  changes come, so the gauge follows a deleted or restored binding within seconds, not a probe period;
 * :meth:`Prover.lost` — a shard no longer held: its gauge goes (the holder reports a shard, the alert reads it).
 
 The log line and the Warning Event of a probe are written only when its result changes.
@@ -18,12 +22,21 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import math
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from sundial.runtime.coordination import proofs
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.serving.metrics import Metrics
+
+#: Seconds after a change of the fencing policy or its binding is seen at which every held shard is probed: the
+#: API server's admission plugin takes up a policy change about a second after its own informer saw it (it
+#: re-reads its policies every second), so the first round comes after that, and a second one in case the API
+#: server was slower (a loaded one: the first round may still have seen the old policy).
+CHANGE_PROBE_DELAYS: tuple[float, ...] = (1.5, 5.0)
+#: At most one round of change probes per this many seconds, however many changes are seen.
+CHANGE_PROBE_INTERVAL = 1.0
 
 
 class Prover:
@@ -38,6 +51,8 @@ class Prover:
         period: float,
         metrics: Metrics | None,
         clock: Callable[[], float],
+        change_delays: Sequence[float] = CHANGE_PROBE_DELAYS,
+        change_interval: float = CHANGE_PROBE_INTERVAL,
     ) -> None:
         self._electors = electors
         self._fencing = fencing
@@ -51,6 +66,11 @@ class Prover:
         self._background: dict[tuple[str, int], concurrent.futures.Future[object]] = {}
         self._probed_at: dict[int, float] = {}  # monotonic time of each held shard's last probe
         self._enforced: dict[int, bool] = {}  # each shard's last probe result
+        self._change_delays = tuple(change_delays)
+        self._change_interval = change_interval
+        self._change_rounds: list[float] = []  # loop times at which a round of change probes is asked for
+        self._last_change_round = -math.inf
+        self._after_changes: asyncio.Task[None] | None = None
 
     def fenced(self, shard: int) -> None:
         """Confirm a refusal on SHARD (:func:`proofs.confirm`); without a fencing API or a loop, stop acting."""
@@ -73,6 +93,35 @@ class Prover:
             elif now - self._probed_at.get(shard, now) >= self._period:
                 self._probe(shard, pauses=())
 
+    def changed(self) -> None:
+        """The fencing policy or its binding was created, changed or deleted (call from any thread): probe every
+        held shard again after each of the change delays. Before :attr:`loop` runs, nothing (the acquires probe)."""
+        loop = self.loop
+        if self._fencing is None or not self._policy or loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._ask_for_rounds)
+
+    def _ask_for_rounds(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        self._change_rounds += [now + delay for delay in self._change_delays]
+        if self._after_changes is None or self._after_changes.done():
+            self._after_changes = loop.create_task(self._run_change_rounds(), name="fencing change probes")
+
+    async def _run_change_rounds(self) -> None:
+        """Each round asked for, no earlier than asked and at most one per change interval; a round answers every
+        request due by its start (a late round still comes after the change it answers)."""
+        loop = asyncio.get_running_loop()
+        while self._change_rounds:
+            start = max(min(self._change_rounds), self._last_change_round + self._change_interval)
+            await asyncio.sleep(max(0.0, start - loop.time()))
+            now = loop.time()
+            self._last_change_round = now
+            self._change_rounds = [due for due in self._change_rounds if due > now]
+            for shard, elector in enumerate(self._electors):
+                if elector.holding:
+                    self._probe(shard, pauses=())
+
     def lost(self, shard: int) -> None:
         """SHARD is no longer held: its gauge goes (only a holder reports a shard)."""
         if self._metrics is not None:
@@ -81,6 +130,8 @@ class Prover:
 
     async def settle(self) -> None:
         """Wait for the confirmations and probes started so far (tests)."""
+        if self._after_changes is not None:
+            await self._after_changes
         for future in list(self._background.values()):
             await asyncio.wrap_future(future)
 

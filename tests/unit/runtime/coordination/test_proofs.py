@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
@@ -13,7 +14,7 @@ import pytest
 
 from sundial.kube import errors, results
 from sundial.kube.leases import NOT_ENFORCED_REASON, LeaseRecord
-from sundial.runtime.coordination import proofs
+from sundial.runtime.coordination import proofs, provers
 from sundial.runtime.coordination.electors import LeaseElector
 from sundial.runtime.coordination.leadership import Leadership, Sharding
 from sundial.runtime.serving.metrics import Metrics
@@ -262,3 +263,134 @@ async def test_a_shard_held_all_along_is_probed_every_period_and_the_gauge_follo
     api.probe_answer = True  # restored
     await rounds_until(130.0)
     assert gauge() == 1 and len(api.probes) == 4
+
+
+async def _until(condition: Callable[[], object], seconds: float = 10.0) -> None:
+    """Poll CONDITION on the running loop until it holds, failing after SECONDS."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not condition():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_policy_or_binding_change_probes_every_held_shard_again_without_waiting_a_period() -> None:
+    """The binding deleted, then restored: each change seen (the informers call from their own thread) probes the
+    held shard again although the clock stands still (no probe period passed), and a burst of changes seen
+    together costs one round of probes, not one per change."""
+    api, metrics = Leases(), Metrics()
+    sharding = Sharding(api=api, member=elector(api, name="s-member-a"), prefix="s", retry_period=3600.0,
+                        metrics=metrics, fencing=api, fencing_policy="sundial-fencing", fencing_probe_period=3600.0,
+                        fencing_change_delays=(0.0,), wallclock=lambda: WALL)  # fmt: skip
+    lead = Leadership([elector(api)], sharding=sharding, clock=lambda: 100.0)
+
+    def gauge() -> float | None:
+        return metrics.registry.get_sample_value("sundial_fencing_enforced", {"shard": "0"})
+
+    stopping = asyncio.Event()
+    running = asyncio.create_task(lead.run(stopping))
+    await _until(lambda: lead.acting(0) and api.probes)
+    await lead.settle_background()
+    assert gauge() == 1 and len(api.probes) == 1  # at the acquire
+
+    api.probe_answer = False  # the binding is deleted; the informers see it, twenty events in one burst
+    for _ in range(20):
+        lead.fencing_changed()
+    await _until(lambda: gauge() == 0)
+    await lead.settle_background()
+    assert len(api.probes) == 2 and [reason for _, reason, _ in api.warnings] == [NOT_ENFORCED_REASON]
+
+    api.probe_answer = True  # restored, seen from the informers' thread
+    await asyncio.to_thread(lead.fencing_changed)
+    await _until(lambda: gauge() == 1)
+    await lead.settle_background()
+    assert len(api.probes) == 3
+    stopping.set()
+    await running
+
+
+async def test_a_change_seen_without_a_fencing_policy_configured_probes_nothing() -> None:
+    api, metrics = Leases(), Metrics()
+    sharding = Sharding(api=api, member=elector(api, name="s-member-a"), prefix="s", retry_period=3600.0,
+                        metrics=metrics, fencing=api, fencing_policy="", fencing_change_delays=(0.0,),
+                        wallclock=lambda: WALL)  # fmt: skip
+    lead = Leadership([elector(api)], sharding=sharding, clock=lambda: 100.0)
+    stopping = asyncio.Event()
+    running = asyncio.create_task(lead.run(stopping))
+    await _until(lambda: lead.acting(0))
+    lead.fencing_changed()
+    await lead.settle_background()
+    assert api.probes == []
+    stopping.set()
+    await running
+
+
+async def _leading(api: Leases, metrics: Metrics, delays: tuple[float, ...]) -> tuple[Leadership, asyncio.Task[None],
+                                                                                       asyncio.Event]:  # fmt: skip
+    member = elector(api, name="s-member-a")
+    sharding = Sharding(api=api, member=member, prefix="s", retry_period=3600.0, metrics=metrics, fencing=api,
+                        fencing_policy="sundial-fencing", fencing_probe_period=3600.0, fencing_change_delays=delays,
+                        wallclock=lambda: WALL)  # fmt: skip
+    lead = Leadership([elector(api)], sharding=sharding, clock=lambda: 100.0)
+    stopping = asyncio.Event()
+    running = asyncio.create_task(lead.run(stopping))
+    for _ in range(1000):
+        await asyncio.sleep(0)
+        if lead.acting(0) and api.probes:
+            break
+    await lead.settle_background()
+    assert lead.acting(0) and len(api.probes) == 1  # the acquire's
+    return lead, running, stopping
+
+
+async def test_a_change_of_the_policy_or_binding_seen_on_another_thread_probes_at_once_not_at_the_period() -> None:
+    """Changes come from the intake's informers (the main loop's thread); the probe period is an hour, the round
+    after each delay still sets the gauge. Five changes at once make one round per delay, not five."""
+    api, metrics = Leases(), Metrics()
+    lead, running, stopping = await _leading(api, metrics, delays=(0.05, 0.3))
+    api.probe_answer = False  # the binding is deleted
+    changes = [threading.Thread(target=lead.fencing_changed) for _ in range(5)]
+    for thread in changes:
+        thread.start()
+    for thread in changes:
+        thread.join()
+    deadline = asyncio.get_running_loop().time() + 5
+    while len(api.probes) < 3 and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
+    await lead.settle_background()
+    assert len(api.probes) == 1 + 2, "one round after each delay, whatever the number of changes"
+    assert metrics.registry.get_sample_value("sundial_fencing_enforced", {"shard": "0"}) == 0
+    assert [reason for _, reason, _ in api.warnings] == [NOT_ENFORCED_REASON]  # said once
+    stopping.set()
+    await running
+
+
+async def test_change_rounds_come_at_most_once_per_interval_and_answer_every_change_before_them() -> None:
+    api, metrics = Leases(), Metrics()
+    held = await holding(api)
+    prover = provers.Prover([held], fencing=api, policy="sundial-fencing", period=3600.0, metrics=metrics,
+                            clock=lambda: 100.0, change_delays=(0.0,), change_interval=0.2)  # fmt: skip
+    loop = asyncio.get_running_loop()
+    prover.loop = loop
+    started = loop.time()
+    while loop.time() - started < 1.0:  # a storm: a change every 10 ms for a second
+        prover.changed()
+        await asyncio.sleep(0.01)
+    took = loop.time() - started
+    await prover.settle()
+    assert 1 <= len(api.probes) <= took / 0.2 + 2, api.probes
+    assert metrics.registry.get_sample_value("sundial_fencing_enforced", {"shard": "0"}) == 1
+    before = len(api.probes)
+    prover.changed()  # a change after the storm is answered too
+    await asyncio.sleep(0)
+    await prover.settle()
+    assert len(api.probes) == before + 1
+
+
+def test_changes_before_the_lease_loop_runs_or_without_a_policy_probe_nothing() -> None:
+    api = Leases()
+    for policy in ("sundial-fencing", ""):
+        sharding = Sharding(api=api, member=elector(api, name="s-member-a"), prefix="s", retry_period=1.0,
+                            fencing=api, fencing_policy=policy)  # fmt: skip
+        Leadership([elector(api)], sharding=sharding).fencing_changed()
+    assert api.probes == []
