@@ -119,8 +119,8 @@ async def _until_stopped(stopping: asyncio.Event, tasks: set[asyncio.Task[Any]])
 @contextlib.contextmanager
 def handle_signals(stopping: asyncio.Event) -> Iterator[None]:
     """Sundial's SIGTERM/SIGINT handlers on the running loop while inside: the first signal sets STOPPING, a
-    further one is logged and ignored (the shutdown is bounded; see the module docstring). The handlers the
-    loop had before are not restored: the loop's default (none) comes back on the way out."""
+    further one is logged and ignored (the shutdown is bounded; see the module docstring). On the way out the
+    process's defaults come back (SIGTERM ends the process, SIGINT raises KeyboardInterrupt)."""
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
 
