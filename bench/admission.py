@@ -10,7 +10,7 @@ each tick (when it ran minus when it was due, ``time.monotonic``) is what a tena
 * ``alone``: the timer for SECONDS, nothing posted;
 * ``flood``: the same while another *process* (a peer: it does not share this interpreter) posts crafted
   838 KiB UPDATE AdmissionReviews (``object`` and ``oldObject`` with different 16,860-key jobTemplates: what
-  kopf diffed on the main loop) at RATE a second over TLS, without waiting for answers beyond 10 s.
+  kopf, before issue 30, diffed on the main loop) at RATE a second over TLS, without waiting for answers beyond 10 s.
 
 During both, ``/healthz`` is probed every 0.5 s with a 2 s timeout (misses counted), and a legitimate
 CREATE review is posted every second (its answers counted: 200 answered, 429 busy). The result is merged into

@@ -6,7 +6,7 @@ test then mints a token for the chart's ServiceAccount through the TokenRequest 
 (``kubectl create token``), writes a kubeconfig with it (server and CA of the sandbox's) and runs
 ``sundial run`` with that kubeconfig through a scenario that makes every API call the operator makes:
 
-* ScheduledJobs: list/watch (kopf), get, delete (``ttlSecondsAfterFinished``); status get/update/patch;
+* ScheduledJobs: list/watch (the informer), get, delete (``ttlSecondsAfterFinished``); status get/update/patch;
 * Jobs: list/watch, create, patch (the shard label before a delete), delete (history limit); Events: create,
   patch (a series' count, written at most once a second here: ``--event-series-interval 1``); Leases: create,
   get, update; the release's fencing ValidatingAdmissionPolicy and its binding: list/watch by name.

@@ -151,7 +151,7 @@ def test_cron_every_five_seconds_creates_contract_jobs(operator: Operator, clust
     assert status["lastScheduleTime"]
     assert status["nextScheduleTime"]
     assert _is_true(sj, "Ready")
-    # kopf is an informer only: no kopf annotations, no finalizers, after several runs.
+    # The operator writes nothing of its own onto the object: no kopf-style annotations, no finalizers.
     metadata = sj["metadata"]
     assert not [key for key in metadata.get("annotations") or {} if "kopf" in key]
     assert not metadata.get("finalizers")

@@ -21,7 +21,7 @@ BENCH = REPO / "bench"
 #: an entry that is no longer over its limit (or no longer exists) fails the tests, so the list cannot rot.
 EXCEPTIONS: dict[str, str] = {
     "bench/memory.py": "one measuring script run as a child process of itself (python -m bench.memory): the "
-    "fakes of the API and of kopf's watcher sit next to the phases that drive them",
+    "fakes of the API and of the watch stream sit next to the phases that drive them",
     "bench/report.py:markdown": "the layout of the results page as one list of lines, in page order",
 }
 

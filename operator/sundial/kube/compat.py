@@ -1,4 +1,4 @@
-"""The one module that reaches into the internals of kopf, aiohttp and kubernetes_asyncio.
+"""The one module that reaches into the internals of aiohttp and kubernetes_asyncio.
 
 Each function here relies on something its package does not promise - a private attribute, a module-level
 name, an internal class - and names it. :data:`CHECKED_AGAINST` holds the versions this module was written
@@ -6,7 +6,7 @@ against (the exact pins of ``pyproject.toml``). When an internal is missing, the
 :class:`InternalChangedError` naming the package, its installed version and the function to review; the unit
 test ``tests/unit/kube/test_compat.py`` exercises every internal and checks :data:`CHECKED_AGAINST` against the
 pins, so an upgrade that moves one fails in the unit suite rather than in a running operator. Nothing else in
-``sundial`` touches these internals. (kopf's were needed while kopf watched objects; it watches nothing now.)
+``sundial`` touches these internals.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import aiohttp
 
 #: Versions whose internals this module was checked against; bump together with the pins, after a review.
 CHECKED_AGAINST: dict[str, str] = {
-    "kopf": "1.45.2",
     "aiohttp": "3.14.5",
     "kubernetes-asyncio": "36.1.0",
 }

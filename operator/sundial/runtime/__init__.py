@@ -1,5 +1,5 @@
-"""The operator process (layer 5): its own informers into a warm store, one dispatcher; kopf serves only the
-admission webhook.
+"""The operator process (layer 5): its own informers into a warm store, one dispatcher, its own admission
+webhook server and its own signal handling (no operator framework).
 
 The runtime is in wings, each a sub-package with a docstring saying what it owns and what it may import;
 import-linter enforces the order below (a wing imports only what is under it):

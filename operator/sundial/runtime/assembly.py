@@ -32,7 +32,7 @@ from sundial.runtime.coordination.inflight import InFlight
 from sundial.runtime.coordination.leadership import Leadership, Sharding
 from sundial.runtime.coordination.members import member_lease_name
 from sundial.runtime.dispatch.dispatcher import Dispatcher
-from sundial.runtime.serving import access, admission, certrotators, frame, metricstls, probes, probethread, watchdog
+from sundial.runtime.serving import access, admission, certrotators, metricstls, probes, probethread, watchdog
 from sundial.runtime.serving.metrics import Metrics
 from sundial.runtime.settings import Settings
 from sundial.runtime.watch import fencingpolicies, intake, kinds
@@ -75,15 +75,11 @@ class Parts:
     lease_thread: leasethread.LeaseThread
     reconciler: Reconciler
     dispatcher: Dispatcher
-    registry: Any
-    """kopf's registry: the login only (kopf watches nothing and serves no admission)."""
     informers: Sequence[ListWatch]
     """The ScheduledJobs', the Jobs' and the ScheduleCalendars' informers (readiness waits for these), then the
     fencing policy's and its binding's, if one is configured (a change triggers a fencing probe)."""
-    kopf_settings: Any
-    logged_in: asyncio.Event
     stopping: asyncio.Event
-    """Set once to stop: by a signal, a failed part, or kopf's end."""
+    """Set once to stop: by a signal or a failed part."""
     apps: Sequence[tuple[web.Application, int, ssl.SSLContext | None]]
     """The HTTP endpoints to serve on the main loop (``/metrics``), with their ports (port 0: not here)."""
     watchdog: watchdog.LoopWatchdog
@@ -146,9 +142,6 @@ async def build(
         clock=wall,
     )
     dispatcher = _dispatcher(settings, reconciler, in_flight, metrics, store, warm=api.warm, clock=wall)
-    logged_in = asyncio.Event()
-    registry = frame.registry(configuration=configuration, on_login=logged_in.set)
-    kopf_settings = frame.operator_settings()
     rotator = _rotator(certificate, client, requester)
     stopping = asyncio.Event()
     return Parts(
@@ -166,7 +159,6 @@ async def build(
         lease_thread=lease_thread,
         reconciler=reconciler,
         dispatcher=dispatcher,
-        registry=registry,
         informers=_informers(
             settings,
             client=client,
@@ -176,8 +168,6 @@ async def build(
             sinks=_sinks(store, dispatcher, reconciler, quarantine),
             fencing=(leadership.fencing_changed, quarantine),
         ),
-        kopf_settings=kopf_settings,
-        logged_in=logged_in,
         stopping=stopping,
         apps=_apps(settings, metrics, client=client),
         watchdog=loop_watchdog,

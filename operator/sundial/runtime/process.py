@@ -1,6 +1,12 @@
 """The operator process: :func:`run` runs the parts :func:`sundial.runtime.assembly.build` made until
-SIGTERM/SIGINT (kopf handles the signals until it is up, then ours do), then shuts them down; :func:`main`
-does both.
+SIGTERM/SIGINT, then shuts them down; :func:`main` does both.
+
+Signals (:func:`handle_signals`, installed before anything starts): the first SIGTERM or SIGINT sets
+:attr:`Parts.stopping`, so the replica stops acting at once and shuts down in order (tasks cancelled, Leases
+released, pending Events flushed, servers closed), and the process exits 0. A further signal during that
+shutdown is logged and changes nothing: every step of the shutdown is bounded (the renew deadline plus
+:data:`LEASE_RELEASE_GRACE`, the Event flush), and SIGKILL remains for anyone who cannot wait. A failed part
+ends the process with exit code 1, after the same shutdown.
 """
 
 from __future__ import annotations
@@ -9,10 +15,9 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-import kopf
 from aiohttp import web
 
 from sundial.runtime.acting import sender
@@ -23,8 +28,8 @@ from sundial.runtime.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-#: Seconds kopf may take to wind down (its webhook server) after the stop flag is set.
-KOPF_STOP_TIMEOUT = 10.0
+#: The signals that stop the operator.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 #: Seconds, beyond the renew deadline, the lease thread may take to release the Leases at shutdown.
 LEASE_RELEASE_GRACE = 5.0
 
@@ -54,6 +59,11 @@ async def main(
 
 async def run(parts: Parts) -> int:
     """Run until a signal; release the Leases on the way out. Returns the process exit code."""
+    with handle_signals(parts.stopping):
+        return await _run(parts)
+
+
+async def _run(parts: Parts) -> int:
     settings = parts.settings
     if parts.rotator is not None:  # before the webhook serves: the Secret, the caBundle and the served certificate
         await parts.rotator.prepare()
@@ -62,24 +72,12 @@ async def run(parts: Parts) -> int:
     if parts.webhook is not None:  # its own thread too: reviews never wait on, or stall, the planning loop
         parts.webhook.start()
     runners = [await probes.serve(app, port=port, ssl_context=tls) for app, port, tls in parts.apps]
-    kopf_task = asyncio.create_task(
-        kopf.operator(
-            registry=parts.registry,
-            settings=parts.kopf_settings,
-            clusterwide=not settings.namespaces,
-            namespaces=list(settings.namespaces),
-            standalone=True,
-            stop_flag=parts.stopping,
-        ),
-        name="kopf",
-    )
     parts.lease_thread.start()
     tasks = [
         *(asyncio.create_task(informer.run(), name=f"{informer.plural} informer") for informer in parts.informers),
         asyncio.create_task(parts.lease_thread.wait(), name="leases"),
         asyncio.create_task(follow_leases(parts), name="lease changes"),
         asyncio.create_task(_dispatch_when_ready(parts), name="dispatcher"),
-        asyncio.create_task(_take_over_signals(parts), name="signals"),
         asyncio.create_task(heap.trim_periodically(parts.stopping), name="heap trim"),
         asyncio.create_task(parts.watchdog.run(parts.stopping), name="watchdog"),
     ]
@@ -96,23 +94,52 @@ async def run(parts: Parts) -> int:
         ",".join(settings.namespaces) or "*",
     )
     try:
-        return await _until_stopped(parts.stopping, kopf_task, {kopf_task, events_task, *tasks})
+        return await _until_stopped(parts.stopping, {events_task, *tasks})
     finally:
-        await _shut_down(parts, tasks, events_task=events_task, kopf_task=kopf_task, runners=runners)
+        await _shut_down(parts, tasks, events_task=events_task, runners=runners)
 
 
-async def _until_stopped(stopping: asyncio.Event, kopf_task: asyncio.Task[Any], pending: set[asyncio.Task[Any]]) -> int:
-    """Wait for STOPPING, a failed task (exit code 1) or kopf's end."""
-    code = 0
-    while pending and not stopping.is_set():
-        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-        failed = [task for task in done if not task.cancelled() and task.exception() is not None]
-        for task in failed:
-            logger.error("%s failed", task.get_name(), exc_info=task.exception())
-            code = 1
-        if failed or kopf_task in done:
-            break
-    return code
+async def _until_stopped(stopping: asyncio.Event, tasks: set[asyncio.Task[Any]]) -> int:
+    """Wait for STOPPING (exit code 0) or a failed task (exit code 1)."""
+    stopped = asyncio.create_task(stopping.wait(), name="stopping")
+    pending: set[asyncio.Task[Any]] = {stopped, *tasks}
+    try:
+        while not stopping.is_set():
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            failed = [task for task in done if not task.cancelled() and task.exception() is not None]
+            for task in failed:
+                logger.error("%s failed", task.get_name(), exc_info=task.exception())
+            if failed:
+                return 1
+        return 0
+    finally:
+        stopped.cancel()
+
+
+@contextlib.contextmanager
+def handle_signals(stopping: asyncio.Event) -> Iterator[None]:
+    """Sundial's SIGTERM/SIGINT handlers on the running loop while inside: the first signal sets STOPPING, a
+    further one is logged and ignored (the shutdown is bounded; see the module docstring). On the way out the
+    process's defaults come back (SIGTERM ends the process, SIGINT raises KeyboardInterrupt)."""
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+
+    def on_signal(signum: signal.Signals) -> None:
+        if stopping.is_set():
+            logger.warning("%s during shutdown: already stopping; the shutdown ends on its own", signum.name)
+            return
+        logger.info("%s: stopping", signum.name)
+        stopping.set()
+
+    for signum in STOP_SIGNALS:
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not on this platform, or not the main thread
+            loop.add_signal_handler(signum, on_signal, signum)
+            installed.append(signum)
+    try:
+        yield
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
 
 
 async def _shut_down(
@@ -120,7 +147,6 @@ async def _shut_down(
     tasks: Sequence[asyncio.Task[Any]],
     *,
     events_task: asyncio.Task[None],
-    kopf_task: asyncio.Task[Any],
     runners: Sequence[web.AppRunner],
 ) -> None:
     parts.stopping.set()
@@ -132,8 +158,6 @@ async def _shut_down(
         logger.warning("lease thread did not end in time; its Leases expire on their own")
     with contextlib.suppress(asyncio.TimeoutError, Exception):
         await asyncio.wait_for(events_task, timeout=sender.SHUTDOWN_FLUSH + 1)
-    with contextlib.suppress(asyncio.TimeoutError, Exception):
-        await asyncio.wait_for(kopf_task, timeout=KOPF_STOP_TIMEOUT)
     for runner in runners:
         await runner.cleanup()
     if parts.webhook is not None:
@@ -142,18 +166,6 @@ async def _shut_down(
         await asyncio.to_thread(parts.probes.stop)
     await parts.client.close()
     logger.info("sundial operator stopped")
-
-
-async def _take_over_signals(parts: Parts) -> None:
-    # kopf installs its SIGINT/SIGTERM handlers while it spawns its tasks (before it logs in) and only
-    # stops after its tasks wind down. Ours replace them once kopf is up: stop acting at once, and let kopf
-    # stop through its stop flag (the same event).
-    await parts.logged_in.wait()
-    await asyncio.sleep(0.2)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, parts.stopping.set)
 
 
 async def _dispatch_when_ready(parts: Parts) -> None:

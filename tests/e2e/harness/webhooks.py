@@ -18,7 +18,7 @@ from .operators import Operator, OperatorLauncher, free_port
 #: Namespaces labelled with this key (value: a webhook's token) are covered by that e2e webhook only:
 #: a ``failurePolicy: Fail`` webhook must never refuse other tests' objects while its operator is down.
 WEBHOOK_NAMESPACE_LABEL = "e2e.sundial.dev/admission-webhook"
-#: kopf serves the handler at /<handler id> (``sundial.runtime.serving.admission.WEBHOOK_PATH``).
+#: Where the operator validates ScheduledJobs (``sundial.runtime.serving.admission.WEBHOOK_PATH``).
 WEBHOOK_PATH = "/validate-scheduledjob"
 #: Refused only by the webhook (the CRD accepts it): how :meth:`AdmissionWebhook.cover` sees it is effective.
 _WEBHOOK_PROBE = {

@@ -1,4 +1,4 @@
-"""Starting the command-line tools loads no Kubernetes client, kopf or pydantic unless a command needs it.
+"""Starting the command-line tools loads no Kubernetes client or pydantic unless a command needs it.
 
 Not a timing test: it checks which modules a fresh interpreter imported. tools/measure-cli-startup.py
 measures the CPU time.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-HEAVY = ("kopf", "kubernetes_asyncio", "aiohttp", "pydantic", "prometheus_client")
+HEAVY = ("kubernetes_asyncio", "aiohttp", "pydantic", "prometheus_client")
 
 PROBE = """
 import contextlib, io, json, sys

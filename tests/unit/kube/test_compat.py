@@ -1,4 +1,4 @@
-"""Every internal of kopf, aiohttp and kubernetes_asyncio that :mod:`sundial.kube.compat` relies on is still there
+"""Every internal of aiohttp and kubernetes_asyncio that :mod:`sundial.kube.compat` relies on is still there
 and still does what the operator needs. A failure here means an upgrade moved one: its message names the
 package, the installed version and the compat function to review."""
 

@@ -431,7 +431,7 @@ def _webhook_values(values: dict[str, Any]) -> dict[str, Any]:
     return webhook
 
 
-def test_the_webhook_configuration_points_at_the_path_kopf_serves(rendered: Any, checks: Any) -> None:
+def test_the_webhook_configuration_points_at_the_path_the_operator_serves(rendered: Any, checks: Any) -> None:
     from sundial.runtime.serving import admission  # noqa: PLC0415
 
     values, manifests = rendered
@@ -507,7 +507,7 @@ def test_the_operator_serves_the_webhook_with_its_own_or_cert_managers_certifica
         f"--webhook-host={RELEASE}-webhook.$(POD_NAMESPACE).svc",
     ):
         assert flag in args
-    # The chart owns the configuration: kopf must not manage it (that would need RBAC on every configuration).
+    # The chart owns the configuration: the operator must not manage it (that would need RBAC on every one).
     assert not [a for a in args if a.startswith("--webhook-managed")]
     if webhook["certManager"]["enabled"]:
         mount = next(m for m in container["volumeMounts"] if m["name"] == "webhook-tls")

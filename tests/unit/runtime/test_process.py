@@ -1,5 +1,7 @@
 """``assembly.build``: the parts are made from the settings and wired to each other, without a cluster;
-``process.follow_leases`` applies what the lease thread reports.
+``process.follow_leases`` applies what the lease thread reports; ``process.run`` stops on the first
+SIGTERM/SIGINT (exit code 0) or a failed part (exit code 1), and a further signal during the shutdown changes
+nothing.
 
 ``build`` only reads a kubeconfig (here: one naming an address nothing listens on) and sends nothing.
 """
@@ -7,6 +9,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import signal
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
@@ -83,7 +88,7 @@ async def test_the_settings_reach_the_parts(tmp_path: Path) -> None:
         assert built.dispatcher._slots._value == 5
         assert built.apps == []  # /metrics off; the probes are served on their own thread
         assert built.probes is not None and built.probes.port == 18081
-        assert built.webhook is None and built.kopf_settings.admission.server is None  # --webhook-port 0
+        assert built.webhook is None  # --webhook-port 0
         assert [informer.plural for informer in built.informers] == [
             "scheduledjobs", "jobs", "schedulecalendars",
             "validatingadmissionpolicies", "validatingadmissionpolicybindings",  # --fencing-policy sundial-fencing
@@ -145,6 +150,79 @@ async def test_a_shard_this_replica_starts_holding_wakes_its_objects(parts: asse
     finally:
         following.cancel()
         await asyncio.gather(following, return_exceptions=True)
+
+
+def offline(tmp_path: Path) -> Settings:
+    """No port served and Leases renewed fast: a run that starts and stops quickly against nowhere."""
+    return settings(
+        tmp_path,
+        leases=LeaseSettings(shards=1, duration=3.0, renew_deadline=2.0, retry_period=0.5),
+        probes=ProbeSettings(health_port=0, metrics_port=0),
+    )
+
+
+async def _until(condition: Any, *, timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_the_first_signal_stops_the_operator_which_shuts_down_and_exits_0(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    built = await assembly.build(offline(tmp_path), planner=never_plans)
+    running = asyncio.create_task(process.run(built))
+    await _until(built.lease_thread._thread.is_alive)  # started: the handlers are installed
+    assert not built.stopping.is_set()
+    os.kill(os.getpid(), signum)
+    await _until(built.stopping.is_set)  # acting stops at once
+    assert await asyncio.wait_for(running, timeout=30) == 0
+    assert built.client.rest_client.pool_manager.closed  # the last step of the shutdown ran
+    # Out of run, the loop's handlers are gone: the process's defaults are back.
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+async def test_a_second_signal_during_the_shutdown_is_logged_and_changes_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stopping = asyncio.Event()
+    with caplog.at_level(logging.INFO, logger=process.__name__), process.handle_signals(stopping):
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(stopping.wait(), timeout=10)
+        os.kill(os.getpid(), signal.SIGINT)  # the default SIGINT handler would raise KeyboardInterrupt here
+        await _until(lambda: len(caplog.records) == 2)
+        assert stopping.is_set()
+    assert [record.getMessage() for record in caplog.records] == [
+        "SIGTERM: stopping",
+        "SIGINT during shutdown: already stopping; the shutdown ends on its own",
+    ]
+    assert caplog.records[1].levelno == logging.WARNING
+
+
+async def test_a_failed_part_stops_the_operator_with_exit_code_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = await assembly.build(offline(tmp_path), planner=never_plans)
+
+    async def broken() -> None:
+        raise RuntimeError("the informer broke")
+
+    monkeypatch.setattr(built.informers[1], "run", broken)
+    assert await asyncio.wait_for(process.run(built), timeout=30) == 1
+    assert built.stopping.is_set()
+
+
+async def test_a_part_that_ends_without_failing_does_not_stop_the_operator() -> None:
+    stopping = asyncio.Event()
+    ended = asyncio.create_task(asyncio.sleep(0))
+    waiting = asyncio.create_task(process._until_stopped(stopping, {ended}))
+    await asyncio.wait_for(ended, timeout=10)
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    stopping.set()
+    assert await asyncio.wait_for(waiting, timeout=10) == 0
 
 
 async def _drained(queue: asyncio.Queue[assembly.LeaseChange]) -> None:

@@ -67,7 +67,7 @@ def issue_serving_certificate(
     return files
 
 
-#: The operator's webhook paths by resource (kopf serves a handler at /<its id>; see
+#: The operator's webhook paths by resource (its own webhook server; see
 #: ``sundial.runtime.serving.admission``): the sandbox imports nothing from Sundial, a unit test compares them.
 WEBHOOK_PATHS = {"scheduledjobs": "/validate-scheduledjob", "schedulecalendars": "/validate-schedulecalendar"}
 

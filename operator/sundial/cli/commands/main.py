@@ -1,7 +1,7 @@
 """The ``sundial`` command: one sub-command per module, each exposing ``register(subparsers)``.
 
 Only the module of the command being run is imported (``sundial --help`` and ``sundial preview`` load
-neither kopf nor a Kubernetes client); the others appear in the help as one-line stubs.
+no Kubernetes client); the others appear in the help as one-line stubs.
 """
 
 from __future__ import annotations

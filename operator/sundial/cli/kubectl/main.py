@@ -4,7 +4,7 @@ Installed as the ``kubectl-sundial`` executable, so kubectl finds it as a plugin
 ``kubectl_complete-sundial``, which kubectl (1.26 and later) asks for completions. Each command is a module of
 :mod:`sundial.cli.kubectl` that adds its sub-command with its handler (:func:`~.runner.add_command`); this module
 takes kubectl's global flags off the line (:mod:`.runner`), parses the rest and calls the handler. Nothing it
-imports loads a Kubernetes client, kopf or pydantic, so ``--help`` and completion start fast; the commands
+imports loads a Kubernetes client or pydantic, so ``--help`` and completion start fast; the commands
 import what they need when they run.
 """
 

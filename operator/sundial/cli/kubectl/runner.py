@@ -2,7 +2,7 @@
 module adds its sub-command (``add_command`` with the handler itself, the function that runs the command).
 
 Every other module of the plugin may import this one; it imports nothing but the standard library, so it
-loads no Kubernetes client, kopf or pydantic.
+loads no Kubernetes client or pydantic.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The CRD's schema and CEL rules refuse what the API server can see. An unparsable
 IANA zone, an impossible schedule (``0 0 30 2 *``) or a duration beyond Go's range need
 :func:`sundial.model.parse_spec` — the same validation the runtime applies to every object it reads. This
 module says what is checked and how it is served; :mod:`.webhookserver` serves it over HTTPS on a thread and
-event loop of its own, never the operator's main loop (kopf serves nothing of it):
+event loop of its own, never the operator's main loop:
 
 * ScheduledJobs are validated at ``https://<host>:<port>`` + :data:`WEBHOOK_PATH`, ScheduleCalendars at
   :data:`CALENDAR_WEBHOOK_PATH` (a second webhook in the same configuration: a bad cron entry, date, range or

@@ -5,16 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from sundial.runtime.settings import LogFormat
 
 #: LogRecord attributes that are not user-supplied ``extra`` fields.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
-#: Extras kopf's per-object loggers add that are not worth a line: its whole ``OperatorSettings`` repr (~2 KB
-#: on every kopf.objects line) and its "do not post as an Event" flag. Its ``k8s_ref`` becomes ``object``.
-_KOPF_NOISE = frozenset({"settings", "k8s_skip", "k8s_ref"})
 
 
 class JsonFormatter(logging.Formatter):
@@ -25,11 +21,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        ref = getattr(record, "k8s_ref", None)
-        if isinstance(ref, Mapping):
-            payload["object"] = f"{ref.get('namespace') or ''}/{ref.get('name') or ''}".lstrip("/")
         for name, value in vars(record).items():
-            if name not in _STANDARD and name not in _KOPF_NOISE and not name.startswith("_"):
+            if name not in _STANDARD and not name.startswith("_"):
                 payload[name] = value if isinstance(value, str | int | float | bool) else str(value)
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
@@ -46,7 +39,4 @@ def configure(*, fmt: LogFormat, level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    logging.getLogger("kopf").setLevel(max(logging.INFO, root.level))
-    objects = logging.getLogger("kopf.objects")
-    objects.setLevel(max(logging.WARNING, root.level))  # one line per event
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

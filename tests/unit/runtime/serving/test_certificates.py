@@ -322,7 +322,7 @@ async def test_a_due_certificate_is_rotated_and_hot_reloaded(tmp_path: Path) -> 
     assert second.cert.serial_number != first.cert.serial_number
     assert second.cas == first.cas
     assert rotator.tls.serial == second.cert.serial_number
-    # kopf's files stay the first certificate's (kopf would restart its server if they changed).
+    # The files stay the first certificate's: a renewed one is loaded from a scratch copy and swapped in.
     assert rotator.tls.certfile.read_bytes() == first.cert_pem()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tls.crt", "tls.key"]
 
