@@ -109,4 +109,3 @@ def test_the_pods_namespace_is_read_from_the_service_account_mount(tmp_path: Pat
     assert installreads.pod_namespace(mount) == "sundial-system"
     with pytest.raises(connections.LoginError, match="not in a pod"):
         installreads.pod_namespace(tmp_path / "missing")
-
