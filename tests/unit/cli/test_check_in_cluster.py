@@ -109,3 +109,22 @@ def test_the_pods_namespace_is_read_from_the_service_account_mount(tmp_path: Pat
     assert installreads.pod_namespace(mount) == "sundial-system"
     with pytest.raises(connections.LoginError, match="not in a pod"):
         installreads.pod_namespace(tmp_path / "missing")
+
+
+def test_an_operator_whose_pods_cannot_be_read_is_still_named_not_ready(
+    api: tuple[clusterreads.ApiReads, FakeInstallReads],
+) -> None:
+    reads, fake = api
+    fake.cluster.deployment["status"] = {}
+    original = fake.items
+
+    async def no_pods(listing: installreads.Listing, **options: Any) -> list[dict[str, Any]]:
+        if listing is installreads.Listing.PODS:
+            raise errors.ForbiddenError(code=403, reason="Forbidden", message="pods is forbidden")
+        return await original(listing, **options)
+
+    fake.items = no_pods  # type: ignore[method-assign]
+    results = {r.name: r for r in checks.run_all(reads, now=NOW)}
+    assert results["operator"].reason == (
+        "sundial-system/sundial 0/2 ready: its pods are not readable here (pods is forbidden)"
+    )

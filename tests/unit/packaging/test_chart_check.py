@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.unit.packaging.conftest import assert_no_wildcards_or_sensitive_access
 from tests.unit.packaging.tools import helm_binary
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -86,6 +87,7 @@ def test_disabled_renders_nothing_of_the_check() -> None:
 
 def test_the_check_reads_and_may_create_only_where_the_dry_run_is_made() -> None:
     found = check_objects("watchNamespaces={team-a}")
+    assert_no_wildcards_or_sensitive_access(found.values())  # no pods (their specs may hold secrets), no secrets
     cluster = found[("ClusterRole", f"/{CHECK}")]["rules"]
     assert all(set(rule["verbs"]) == {"get"} and rule["resourceNames"] for rule in cluster if "get" in rule["verbs"])
     assert all(set(rule["verbs"]) <= {"get", "list"} for rule in cluster)
