@@ -126,6 +126,7 @@ def render(values_text: str, chart: dict[str, Any]) -> str:
         "",
         "```sh",
         f"helm install {chart['name']} charts/{chart['name']} --namespace sundial-system --create-namespace",
+        f"helm test {chart['name']} --namespace sundial-system --logs   # CRDs, operator, webhook, fencing, Leases: ok",
         "```",
         "",
         "The operator's documentation is in the repository's `docs/` folder: `docs/install.md` (installing and",

@@ -24,7 +24,7 @@ import pytest
 from sundial.model import names
 
 from . import runs
-from .releases import Release, install
+from .releases import CHART, Release, install
 
 if TYPE_CHECKING:
     from tests.e2e.harness.cluster import Cluster
@@ -151,6 +151,51 @@ def test_a_container_that_exits_1_is_retried_then_dead_lettered_by_the_installed
         [status] = pod["status"]["containerStatuses"]
         assert status["state"]["terminated"]["exitCode"] == 1 and status["containerID"].startswith("containerd://")
         assert _printed(cluster, release.watch, pod) == {"SUNDIAL_ATTEMPT": str(attempt)}
+
+
+CHECKS = ["CRDs", "operator", "webhook", "fencing", "Leases"]
+
+
+def _check_lines(out: str) -> dict[str, str]:
+    """The check's lines in ``helm test --logs`` output, by check name."""
+    found = [line for line in out.splitlines() if line.startswith(("ok ", "failed "))]
+    return {line.split(":")[0].split()[-1]: line for line in found}
+
+
+def test_helm_test_runs_the_check_from_the_operator_image_and_fails_naming_a_stopped_operator(
+    cluster: Cluster, release: Release
+) -> None:
+    """`helm test` with the chart's defaults: the hook pod runs `kubectl-sundial check --in-cluster` from the
+    operator image (no other image exists on the node), admitted in the restricted namespace, reading the API
+    with its own service account; exit 0 and five ok lines. With the operator scaled to 0 (and a 20 s wait) it
+    exits non-zero and names the operator."""
+    cluster.wait_for(release.ready_pods, timeout=120, message="the operator Ready")
+    shard = f"{release.name}-shard-0"
+    cluster.wait_for(lambda: cluster.get_json("lease", shard, "-n", release.namespace), timeout=120, message=shard)
+    selector = f"app.kubernetes.io/instance={release.name},app.kubernetes.io/component=check"
+    try:
+        passed = release.run("test", release.name, "--logs", "--timeout=4m")
+        assert passed.returncode == 0, passed.stdout + passed.stderr
+        lines = _check_lines(passed.stdout)
+        assert list(lines) == CHECKS and all(line.startswith("ok ") for line in lines.values()), passed.stdout
+        [pod] = cluster.get_json("pods", "-n", release.namespace, "-l", selector)["items"]
+        assert pod["status"]["phase"] == "Succeeded"
+        [container] = pod["spec"]["containers"]
+        assert container["command"][:3] == ["kubectl-sundial", "check", "--in-cluster"]
+        [operator] = release.ready_pods()
+        assert container["image"] == operator["spec"]["containers"][0]["image"]  # the operator image itself
+
+        upgraded = release.run("upgrade", release.name, str(CHART), "--reuse-values", "--set", "tests.wait=20s")
+        assert upgraded.returncode == 0, upgraded.stderr
+        deployment = f"deployment/{release.name}-sundial"
+        cluster.kubectl("scale", deployment, "-n", release.namespace, "--replicas=0")
+        cluster.wait_for(lambda: not release.pods(), timeout=90, message="the operator pods gone")
+        failed = release.run("test", release.name, "--logs", "--timeout=3m")
+        assert failed.returncode != 0, failed.stdout
+        lines = _check_lines(failed.stdout)
+        assert lines["operator"].startswith("failed  operator: ") and "0/0 ready" in lines["operator"], failed.stdout
+    finally:
+        cluster.kubectl("delete", "pods", "-n", release.namespace, "-l", selector, "--wait=false", check=False)
 
 
 def test_helm_uninstall_leaves_nothing_of_the_release(cluster: Cluster, release: Release) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from tests.unit.cli.conftest import NOW, REFUSED, InstalledCluster
 
-from sundial.cli.kubectl import check, checks, main, runner
+from sundial.cli.kubectl import check, checks, clusterreads, main, runner
 
 Checked = Callable[..., tuple[int, str, str]]
 
@@ -175,7 +175,7 @@ def test_json_output_lists_each_check(checked: Checked) -> None:
 
 
 def test_the_renewal_is_compared_with_the_injected_clock() -> None:
-    cluster = InstalledCluster()
+    reads = clusterreads.KubectlReads(InstalledCluster())  # type: ignore[arg-type]
     later = NOW + timedelta(seconds=16)
-    assert not checks.leases(cluster, checks.operators(cluster), now=later).ok  # type: ignore[arg-type]
-    assert checks.leases(cluster, checks.operators(cluster), now=NOW + timedelta(seconds=14)).ok  # type: ignore[arg-type]
+    assert not checks.leases(reads, checks.operators(reads), now=later).ok
+    assert checks.leases(reads, checks.operators(reads), now=NOW + timedelta(seconds=14)).ok

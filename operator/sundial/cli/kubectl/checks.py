@@ -1,8 +1,9 @@
-"""The checks of ``kubectl sundial check``: each reads the cluster through kubectl and says ok or why not.
+"""The checks of ``kubectl sundial check``: each reads the cluster (:class:`Reads`: through kubectl, or through
+Sundial's own client in a pod, :mod:`.clusterreads`) and says ok or why not.
 
 * **CRDs**: ``scheduledjobs.sundial.dev`` and ``schedulecalendars.sundial.dev`` exist and are Established.
 * **operator**: a Deployment labelled ``app.kubernetes.io/name=sundial`` has a ready replica; if none, the
-  waiting reason of its pods (``ImagePullBackOff``, ``CrashLoopBackOff``, ...) and kubectl's message.
+  waiting reason of its pods (``ImagePullBackOff``, ``CrashLoopBackOff``, ...) and the server's message.
 * **webhook**: a server-side dry run (nothing is stored) of a ScheduledJob whose schedule can never fire
   (``0 0 30 2 *``, which the CRD's rules cannot see) is refused by ``validate.scheduledjobs.sundial.dev``;
   admitted means no replica answered (``failurePolicy: Ignore`` admits unchecked) or no webhook is installed.
@@ -16,17 +17,15 @@ Imports the model's names (the label and Event reason the operator writes): load
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from sundial.cli.kubectl.runner import (
     INSTALL_HINT,
     OPERATOR_SELECTOR,
     RESOURCE,
-    Kubectl,
     LoginError,
     PluginError,
     UnreachableError,
@@ -39,6 +38,28 @@ WEBHOOK = "validate.scheduledjobs.sundial.dev"
 #: A schedule the webhook refuses (February has no 30th) and the CRD's schema and CEL rules cannot see.
 NEVER = "0 0 30 2 *"
 NOT_ENFORCED = "FencingNotEnforced"
+#: The lists the checks read (resource plurals); the last two are cluster-scoped.
+DEPLOYMENTS, PODS, LEASES, EVENTS = "deployments", "pods", "leases", "events"
+POLICIES, BINDINGS = "validatingadmissionpolicies", "validatingadmissionpolicybindings"
+
+
+class Reads(Protocol):
+    """What the checks read, and the one dry run they make. Failures raise :class:`PluginError` with the API
+    server's message (:class:`UnreachableError`, :class:`LoginError` when it cannot be reached or refuses)."""
+
+    #: Where the webhook check's dry run is made (None: the kubeconfig context's namespace).
+    namespace: str | None
+
+    def crd(self, name: str) -> dict[str, Any] | None:
+        """The CustomResourceDefinition NAME, None when it does not exist."""
+
+    def items(
+        self, kind: str, *, namespace: str | None = None, selector: str | None = None, field_selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The objects of KIND in NAMESPACE (every namespace when None) matching SELECTOR and FIELD_SELECTOR."""
+
+    def dry_run(self, body: Mapping[str, Any]) -> None:
+        """A server-side dry run of creating BODY in :attr:`namespace`; raises when it is refused."""
 
 
 @dataclass(frozen=True)
@@ -69,11 +90,10 @@ class Operator:
     flags: dict[str, str] = field(default_factory=dict)
 
 
-def operators(kubectl: Kubectl) -> list[Operator]:
-    """The Deployments labelled :data:`OPERATOR_SELECTOR` in every namespace."""
-    listing = kubectl.get_json("deployments", "--all-namespaces", "-l", OPERATOR_SELECTOR, namespaced=False)
+def operators(reads: Reads, namespace: str | None = None) -> list[Operator]:
+    """The Deployments labelled :data:`OPERATOR_SELECTOR` in NAMESPACE (every namespace when None)."""
     found = []
-    for deployment in listing.get("items") or []:
+    for deployment in reads.items(DEPLOYMENTS, namespace=namespace, selector=OPERATOR_SELECTOR):
         spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
         containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or [{}]
         flags = dict(arg.removeprefix("--").partition("=")[::2] for arg in containers[0].get("args") or [])
@@ -91,16 +111,13 @@ def operators(kubectl: Kubectl) -> list[Operator]:
     return found
 
 
-def crds(kubectl: Kubectl) -> Result:
+def crds(reads: Reads) -> Result:
     problems, fine = [], []
     for crd in CRDS:
-        try:
-            body = kubectl.get_json("customresourcedefinition", crd, namespaced=False)
-        except PluginError as error:
-            if "NotFound" in str(error) or "not found" in str(error):
-                problems.append(f"{crd} is not installed")
-                continue
-            raise
+        body = reads.crd(crd)
+        if body is None:
+            problems.append(f"{crd} is not installed")
+            continue
         conditions = {c.get("type"): c for c in (body.get("status") or {}).get("conditions") or []}
         established = conditions.get("Established") or {}
         if established.get("status") == "True":
@@ -112,11 +129,10 @@ def crds(kubectl: Kubectl) -> Result:
     return Result("CRDs", ok=True, reason=f"{', '.join(fine)} established")
 
 
-def _pod_problems(kubectl: Kubectl, operator: Operator) -> list[str]:
+def _pod_problems(reads: Reads, operator: Operator) -> list[str]:
     """Why the operator's pods are not ready, as the kubelet says it (the waiting or last terminated reason)."""
-    listing = kubectl.get_json("pods", f"--namespace={operator.namespace}", "-l", OPERATOR_SELECTOR, namespaced=False)
     problems = []
-    for pod in listing.get("items") or []:
+    for pod in reads.items(PODS, namespace=operator.namespace, selector=OPERATOR_SELECTOR):
         statuses = (pod.get("status") or {}).get("containerStatuses") or []
         for container in statuses:
             state = container.get("state") or {}
@@ -138,7 +154,7 @@ def _pod_problems(kubectl: Kubectl, operator: Operator) -> list[str]:
     return problems
 
 
-def operator_ready(kubectl: Kubectl, found: Sequence[Operator]) -> Result:
+def operator_ready(reads: Reads, found: Sequence[Operator]) -> Result:
     if not found:
         return Result("operator", ok=False, reason=f"no Deployment labelled {OPERATOR_SELECTOR}; {INSTALL_HINT}")
     ready = [o for o in found if o.ready > 0]
@@ -147,7 +163,12 @@ def operator_ready(kubectl: Kubectl, found: Sequence[Operator]) -> Result:
         return Result("operator", ok=True, reason=shown)
     reasons = []
     for operator in found:
-        problems = _pod_problems(kubectl, operator) or ["no pod yet"]
+        try:
+            problems = _pod_problems(reads, operator) or ["no pod yet"]
+        except (UnreachableError, LoginError):
+            raise
+        except PluginError as error:  # the chart's test pod may not read pods (their specs may hold secrets)
+            problems = [f"its pods are not readable here ({error})"]
         reasons.append(f"{operator.namespace}/{operator.name} 0/{operator.replicas} ready: {'; '.join(problems)}")
     return Result("operator", ok=False, reason="; ".join(reasons))
 
@@ -165,11 +186,10 @@ def _probe_object(namespace: str | None) -> dict[str, Any]:
     }
 
 
-def webhook(kubectl: Kubectl) -> Result:
-    probe = json.dumps(_probe_object(None))
-    where = f"in namespace {kubectl.namespace}" if kubectl.namespace else "in the current namespace"
+def webhook(reads: Reads) -> Result:
+    where = f"in namespace {reads.namespace}" if reads.namespace else "in the current namespace"
     try:
-        kubectl.run("create", "--dry-run=server", "-o", "name", "-f", "-", stdin=probe)
+        reads.dry_run(_probe_object(None))
     except (UnreachableError, LoginError):
         raise
     except PluginError as error:
@@ -188,19 +208,17 @@ def webhook(kubectl: Kubectl) -> Result:
     )
 
 
-def _leases(kubectl: Kubectl, operator: Operator) -> list[dict[str, Any]]:
-    listing = kubectl.get_json(
-        "leases", f"--namespace={operator.namespace}", "-l", names.SHARD_LEASE_LABEL, namespaced=False
-    )
+def _leases(reads: Reads, operator: Operator) -> list[dict[str, Any]]:
+    listing = reads.items(LEASES, namespace=operator.namespace, selector=names.SHARD_LEASE_LABEL)
     prefix = f"{operator.lease_prefix}-shard-"
-    return [lease for lease in listing.get("items") or [] if lease["metadata"]["name"].startswith(prefix)]
+    return [lease for lease in listing if lease["metadata"]["name"].startswith(prefix)]
 
 
-def fencing(kubectl: Kubectl, found: Sequence[Operator]) -> Result:
+def fencing(reads: Reads, found: Sequence[Operator]) -> Result:
     if not found:
         return Result("fencing", ok=False, reason="no operator found")
-    policies = kubectl.get_json("validatingadmissionpolicies", namespaced=False).get("items") or []
-    bindings = kubectl.get_json("validatingadmissionpolicybindings", namespaced=False).get("items") or []
+    policies = reads.items(POLICIES)
+    bindings = reads.items(BINDINGS)
     fencing_policies = [p["metadata"]["name"] for p in policies if p["metadata"]["name"].endswith("-fencing")]
     if not fencing_policies:
         return Result(
@@ -215,15 +233,13 @@ def fencing(kubectl: Kubectl, found: Sequence[Operator]) -> Result:
         return Result("fencing", ok=False, reason=f"policy {', '.join(unbound)} has no binding")
     problems = []
     for operator in found:
-        leases = _leases(kubectl, operator)
+        leases = _leases(reads, operator)
         if not leases:
             problems.append(f"{operator.namespace}: no labelled shard Lease yet (nothing is refused until one exists)")
             continue
-        events = kubectl.get_json(
-            "events", f"--namespace={operator.namespace}", f"--field-selector=reason={NOT_ENFORCED}", namespaced=False
-        )
+        events = reads.items(EVENTS, namespace=operator.namespace, field_selector=f"reason={NOT_ENFORCED}")
         held = {lease["metadata"]["name"] for lease in leases}
-        reported = [e for e in events.get("items") or [] if (e.get("involvedObject") or {}).get("name") in held]
+        reported = [e for e in events if (e.get("involvedObject") or {}).get("name") in held]
         if reported:
             problems.append(f"{operator.namespace}: {NOT_ENFORCED}: {reported[-1].get('message', '')}")
     if problems:
@@ -239,13 +255,13 @@ def _renewed(lease: Mapping[str, Any]) -> datetime | None:
         return None
 
 
-def leases(kubectl: Kubectl, found: Sequence[Operator], *, now: datetime) -> Result:
+def leases(reads: Reads, found: Sequence[Operator], *, now: datetime) -> Result:
     if not found:
         return Result("Leases", ok=False, reason="no operator found")
     problems, held = [], 0
     wanted = 0
     for operator in found:
-        by_name = {lease["metadata"]["name"]: lease for lease in _leases(kubectl, operator)}
+        by_name = {lease["metadata"]["name"]: lease for lease in _leases(reads, operator)}
         for shard in range(operator.shards):
             wanted += 1
             name = f"{operator.lease_prefix}-shard-{shard}"
@@ -266,9 +282,10 @@ def leases(kubectl: Kubectl, found: Sequence[Operator], *, now: datetime) -> Res
     return Result("Leases", ok=True, reason=f"{held} of {wanted} shard Leases held")
 
 
-def run_all(kubectl: Kubectl, *, now: datetime) -> list[Result]:
-    """Every check, in order; a check that cannot be read (no permission, say) fails with kubectl's message.
-    An unreachable cluster or a refused login ends the round: every later check would say the same."""
+def run_all(reads: Reads, *, now: datetime, operator_namespace: str | None = None) -> list[Result]:
+    """Every check, in order; a check that cannot be read (no permission, say) fails with the server's message.
+    An unreachable cluster or a refused login ends the round: every later check would say the same. The
+    operator is looked for in OPERATOR_NAMESPACE (every namespace when None)."""
     results: list[Result] = []
     found: list[Operator] = []
 
@@ -281,15 +298,15 @@ def run_all(kubectl: Kubectl, *, now: datetime) -> list[Result]:
             results.append(Result(name, ok=False, reason=str(error)))
 
     def find() -> Result:
-        found.extend(operators(kubectl))
-        return operator_ready(kubectl, found)
+        found.extend(operators(reads, operator_namespace))
+        return operator_ready(reads, found)
 
     try:
-        attempt("CRDs", lambda: crds(kubectl))
+        attempt("CRDs", lambda: crds(reads))
         attempt("operator", find)
-        attempt("webhook", lambda: webhook(kubectl))
-        attempt("fencing", lambda: fencing(kubectl, found))
-        attempt("Leases", lambda: leases(kubectl, found, now=now))
+        attempt("webhook", lambda: webhook(reads))
+        attempt("fencing", lambda: fencing(reads, found))
+        attempt("Leases", lambda: leases(reads, found, now=now))
     except (UnreachableError, LoginError) as error:
         results.append(Result("cluster", ok=False, reason=str(error)))
     return results
