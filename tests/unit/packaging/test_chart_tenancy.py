@@ -60,9 +60,19 @@ def test_the_requester_must_be_allowed_to_create_jobs_in_the_namespace() -> None
     )
     assert validation["reason"] == "Forbidden"
     assert "may not create batch/jobs in namespace" in validation["messageExpression"]
-    (condition,) = policy["spec"]["matchConditions"]
+    condition, check = policy["spec"]["matchConditions"]
     assert "object.spec.jobTemplate != oldObject.spec.jobTemplate" in condition["expression"]
     assert "request.operation == 'CREATE'" in condition["expression"]
+    # helm test's dry run alone is let through (it stores nothing), and only for the check's own account.
+    assert check["name"] == "not-the-install-checks-dry-run"
+    assert check["expression"] == (
+        "!(has(request.dryRun) && request.dryRun && "
+        f"request.userInfo.username == 'system:serviceaccount:{NAMESPACE}:{RELEASE}-sundial-check')"
+    )
+    without_tests = _named(render("tests.enabled=false"), "ValidatingAdmissionPolicy")
+    assert [c["name"] for c in without_tests[f"{RELEASE}-sundial-requester-authority"]["spec"]["matchConditions"]] == [
+        "creates-or-changes-the-job-template"
+    ]
     binding = _named(render(), "ValidatingAdmissionPolicyBinding")[f"{RELEASE}-sundial-requester-authority"]
     assert "matchResources" not in binding["spec"]  # every namespace
 
