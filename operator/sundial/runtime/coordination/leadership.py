@@ -180,10 +180,13 @@ class Leadership:
 
     async def run(self, stopping: asyncio.Event) -> None:
         self._prover.loop = asyncio.get_running_loop()
-        while not stopping.is_set():
-            await self.step()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stopping.wait(), timeout=self._sharding.retry_period)
+        try:
+            while not stopping.is_set():
+                await self.step()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), timeout=self._sharding.retry_period)
+        finally:
+            await self._prover.close()
 
     @property
     def withdrawn(self) -> WithdrawReason | None:
