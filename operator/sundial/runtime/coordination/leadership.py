@@ -156,9 +156,8 @@ class Leadership:
         self._prover.fenced(shard)
 
     def fencing_changed(self) -> None:
-        """The fencing policy or its binding was created, changed or deleted (any thread; the intake's informers,
-        :mod:`sundial.runtime.watch.fencingpolicies`): every held shard is probed again within seconds
-        (:meth:`sundial.runtime.coordination.provers.Prover.changed`), not only at the next probe period."""
+        """The fencing policy or its binding changed (any thread; :mod:`sundial.runtime.watch.fencingpolicies`):
+        every held shard is probed again within seconds (:meth:`.provers.Prover.changed`), not at the next period."""
         self._prover.changed()
 
     async def settle_background(self) -> None:
