@@ -282,6 +282,7 @@ def _dispatcher(
         on_index_size=metrics.passes.due_index_size.set,
         priority_of=store.priority,
         owes_write=reconciler.owes_write,
+        held_until=reconciler.held_until,
         warm=warm,
     )
 

@@ -86,7 +86,7 @@ class Reconciler:
         self.budgets = budgets or NoBudgets()  # the namespaces' catch-up and backfill budgets (DESIGN §11.1)
         self._active: dict[Key, int] = {}
         self._active_total = 0
-        self._owed: set[Key] = set()
+        self._owed: dict[Key, datetime | None] = {}  # owed writes, with how long each may be held (hold_until)
         self._prepared_runs = prepared_runs
         # TEST ONLY fault injection (Settings.test_crash_after_*): die between claim and create, and between a
         # prepared run's create and its deferred status write.
@@ -102,8 +102,12 @@ class Reconciler:
         """KEY's last pass left a status write for the low-priority lane (DESIGN §7.5)."""
         return key in self._owed
 
+    def held_until(self, key: Key) -> datetime | None:
+        """KEY's owed write records only a prepared run's start: it may wait for its Job's end until then."""
+        return self._owed.get(key)
+
     def forget(self, key: Key) -> None:
-        self._owed.discard(key)
+        self._owed.pop(key, None)
         self._synthetic.pop(key, None)
         self.compiled.forget(key)
         self.budgets.forget(key)
@@ -137,8 +141,7 @@ class Reconciler:
             return PassOutcome.GONE, None
         # Owed writes are decided anew by every pass: one that ends early (not acting, gone, contended, failed)
         # owes nothing more - the next pass that acts records what is owed.
-        lane = key in self._owed
-        self._owed.discard(key)
+        lane = self._owed.pop(key, False) is not False
         shard = fencing.shard_of(str(body["metadata"].get("uid", "")), self._lead.shards)
         if not self._lead.acting(shard):
             return PassOutcome.NOT_ACTING, None
@@ -211,7 +214,7 @@ class Reconciler:
         created a prepared run's Job without writing first."""
         if plan.write_status or not plan.deferred:
             return False
-        self._owed.add(key)
+        self._owed[key] = plan.hold_until
         if not any(isinstance(action, actions.CreateJob) for action in plan.actions):
             return False  # only a reservation to write
         self._crash.created_prepared()

@@ -15,6 +15,11 @@ eighth of the concurrency still in due passes) - or once they have waited :data:
 event (a ``soft`` touch) of a key in the lane leaves it there: its lane pass sees the change (often the Job's
 completion, written in the same write). Any other change, and the key's own wake-up, serve it at once.
 
+A key whose owed write only records a prepared run's start while its Job runs (``held_until``) is *held* before
+the lane: a Job event moves it to the lane (its pass writes the start with the completion, or holds it again
+while the Job still runs), and so does its hold's end; any other change, and its own wake-up, serve it at once.
+So the run's start and its completion are one status write when the Job ends within the hold (DESIGN §7.5).
+
 :data:`WARM_AHEAD` before an instant at which many keys are due, ``warm`` opens as many connections as passes
 will run at once: the instant's Job POSTs then start on open connections (an idle client's close after seconds,
 and a TCP and TLS handshake each cost the operator and the API server CPU at the worst moment).
@@ -70,6 +75,7 @@ class Dispatcher:
         on_index_size: Callable[[int], None] = lambda size: None,
         priority_of: Callable[[Key], int] = lambda key: 0,
         owes_write: Callable[[Key], bool] = lambda key: False,
+        held_until: Callable[[Key], datetime | None] = lambda key: None,
         warm: WarmFn | None = None,
     ) -> None:
         self._reconcile = reconcile
@@ -81,6 +87,9 @@ class Dispatcher:
         self._slots = asyncio.Semaphore(max_concurrency)
         self._wakeup = asyncio.Event()
         self._owes_write = owes_write
+        self._held_until = held_until
+        self._holds: DueIndex[Key] = DueIndex()
+        """Held keys (their owed write waits for a Job event), by the end of their hold."""
         self._inflight: set[Key] = set()
         self._dirty: dict[Key, bool] = {}
         """Keys changed while in flight: True when a change other than a Job event came (see ``touch``)."""
@@ -106,6 +115,9 @@ class Dispatcher:
             self._dirty[key] = self._dirty.get(key, False) or not soft
         elif soft and key in self._lane:
             return
+        elif soft and key in self._holds:  # one of its Jobs changed (perhaps ended): its owed write may go now
+            self._holds.discard(key)
+            self._lane.setdefault(key, self._clock())
         else:
             self.index.advance(key, self._clock())
         self._wakeup.set()
@@ -113,6 +125,7 @@ class Dispatcher:
     def forget(self, key: Key) -> None:
         self.index.discard(key)
         self._lane.pop(key, None)
+        self._holds.discard(key)
         self._failures.pop(key, None)
 
     # The loop --------------------------------------------------------------------------------------
@@ -124,6 +137,8 @@ class Dispatcher:
                 now = self._clock()
                 for due in self.index.pop_due(now):
                     self.queue.push(due, priority=self._priority_of(due))
+                for held in self._holds.pop_due(now):
+                    self._lane.setdefault(held, now)
                 self._promote(now)
                 while len(self.queue) and not self._slots.locked():
                     key = self.queue.pop()
@@ -146,6 +161,7 @@ class Dispatcher:
     async def _start(self, key: Key, *, lane: bool) -> None:
         await self._slots.acquire()
         self._inflight.add(key)
+        self._holds.discard(key)  # its pass decides again
         self._lane_running += lane
         task = asyncio.create_task(self._one(key, lane=lane), name=f"reconcile {key[0]}/{key[1]}")
         self._tasks.add(task)
@@ -206,6 +222,9 @@ class Dispatcher:
         if self._lane:  # the oldest lane key's promotion (a finishing pass wakes the lane sooner)
             oldest = next(iter(self._lane.values()))
             timeout = min(timeout, max((oldest + LANE_MAX_WAIT - self._clock()).total_seconds(), 0.0))
+        held = self._holds.next_due()
+        if held is not None:
+            timeout = min(timeout, max((held - self._clock()).total_seconds(), 0.0))
         if timeout <= 0:
             await asyncio.sleep(0)
             return
@@ -250,7 +269,11 @@ class Dispatcher:
         at once (it changed meanwhile), its wake-up, or nowhere."""
         hard = self._dirty.pop(key, None)
         if not failed and self._owes_write(key):
-            self._lane.setdefault(key, self._clock())
+            until = self._held_until(key)
+            if until is not None and hard is None and until > self._clock():
+                self._holds.set(key, until)  # a Job event or the hold's end moves it to the lane
+            else:  # a Job event came during the pass: its lane pass sees it
+                self._lane.setdefault(key, self._clock())
         if hard or (hard is not None and key not in self._lane):
             self.index.advance(key, self._clock())
         elif wake is not None:
