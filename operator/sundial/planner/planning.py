@@ -159,8 +159,9 @@ def _hold_until(
     run = next((r for r in status.active if r.job == reservation.job and r.attempt == 1), None)
     if run is None or run.scheduled_time != reservation.scheduled_time:
         return None
-    # The instant's pass: its create and its Event are its only actions (``reservations.instant``).
-    if not instant and (draft.actions or _material(_without_start(status, stored, run)) != _material(stored)):
+    if not instant and draft.actions:  # the instant's create and Event are its only ones (``reservations.instant``)
+        return None
+    if _material(_without_start(status, stored, run)) != _material(stored):
         return None
     until = due.fire_at(draft, run.scheduled_time) + draft.context.hold_start  # its Job was created after that
     if draft.next_schedule_time is not None:

@@ -448,3 +448,14 @@ def test_with_prepared_runs_off_nothing_is_reserved_and_every_run_is_claimed_fir
     used = plan(make_obj(raw_spec(), status=stored), [created_job(NEXT)], context(AT_NEXT, prepared_runs=False))
     assert [run.job for run in used.status.active] == [name_at(NEXT)], "a reservation used before still counts"
     assert creates(used) == []
+
+
+def test_an_instant_that_changes_more_than_the_start_is_not_held() -> None:
+    """The instant's pass creates the reserved Job first as ever, but what else it changed (here: conditions the
+    stored status lacks) goes out with the lane's first pass, not after the Job's end."""
+    stored = status(reservation=reserved(NEXT)).model_copy(update={"conditions": ()})
+    instant = plan(make_obj(raw_spec(), status=stored), [], context(AT_NEXT))
+    assert instant.deferred and not instant.write_status and creates(instant) == [name_at(NEXT)]
+    assert instant.hold_until is None
+    lane = plan(make_obj(raw_spec(), status=stored), [created_job(NEXT)], context(AT_NEXT + timedelta(seconds=1)))
+    assert lane.write_status and lane.hold_until is None
