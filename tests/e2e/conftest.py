@@ -150,8 +150,33 @@ def module_namespace(module_namespaces: ModuleNamespaces, request: pytest.Fixtur
 
 @pytest.fixture(scope="session")
 def crds(cluster: Cluster) -> None:
-    """The Sundial CRDs, applied once per session and Established."""
+    """The Sundial CRDs, applied once per session and Established, and known to the API server's admission.
+
+    The sandbox enables OwnerReferencesPermissionEnforcement, whose REST mapper learns new kinds only when it is
+    next reset (every 30 s): until then a Job that blocks its ScheduledJob's deletion is refused ("cannot find
+    RESTMapping"). On a cluster the CRD is installed long before the first Job; here the first test could be
+    within those 30 s, so wait until a dry run of such a Job is no longer refused for that reason."""
     install_crds(cluster.kubeconfig, REPO / "crds")
+    owned = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "sundial-e2e-mapping-probe",
+            "ownerReferences": [{
+                "apiVersion": "sundial.dev/v1alpha1", "kind": "ScheduledJob", "name": "probe",
+                "uid": "00000000-0000-0000-0000-000000000000", "blockOwnerDeletion": True,
+            }],
+        },
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}},
+    }  # fmt: skip
+
+    def mapped() -> bool:
+        result = cluster.kubectl(
+            "create", "--dry-run=server", "-n", "default", "-o", "name", "-f", "-", input=json.dumps(owned), check=False
+        )
+        return "RESTMapping" not in result.stderr
+
+    cluster.wait_for(mapped, timeout=90, message="admission's REST mapper to know ScheduledJobs", interval=2.0)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -26,6 +26,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: sundial
 {{- end }}
 
+{{/* Labels of helm test's objects: the release's, with component "check" (so the operator's selector never
+matches the check pod). */}}
+{{- define "sundial.checkLabels" -}}
+{{- $labels := include "sundial.labels" . | fromYaml }}
+{{- $_ := set $labels "app.kubernetes.io/component" "check" }}
+{{- toYaml $labels }}
+{{- end }}
+
 {{/* Labels that select the operator pods. */}}
 {{- define "sundial.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "sundial.name" . }}

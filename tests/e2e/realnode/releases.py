@@ -37,7 +37,7 @@ class Release:
                               capture_output=True, text=True, check=False, timeout=180)  # fmt: skip
 
     def pods(self) -> list[dict[str, Any]]:
-        selector = f"app.kubernetes.io/instance={self.name}"
+        selector = f"app.kubernetes.io/instance={self.name},app.kubernetes.io/component=operator"
         listing = self.cluster.get_json("pods", "-n", self.namespace, "-l", selector) or {}
         items: list[dict[str, Any]] = listing.get("items") or []
         return items

@@ -319,6 +319,7 @@ def test_metrics_are_served_only_to_authorised_scrapers(
     kubeconfig = _token_kubeconfig(cluster, release.fullname, release.namespace, tmp_path / "operator.kubeconfig")
     operator = start_operator(
         "--metrics-auth",
+        f"--fencing-policy={release.fullname}-fencing",  # the release's policy, which its fencing reader may read
         namespaces=[ns],
         kubeconfig=kubeconfig,  # the chart's ServiceAccount: its RBAC must allow the two reviews
         lease_namespace=release.namespace,

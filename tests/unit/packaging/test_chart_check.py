@@ -62,6 +62,31 @@ def test_by_default_the_operator_image_runs_the_check_in_cluster_in_a_restricted
     assert pod["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML as the API server reads it, but refusing a mapping key written twice (YAML loaders keep the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
+        twice = sorted({key for key in keys if keys.count(key) > 1})
+        assert not twice, f"written twice at line {node.start_mark.line + 1}: {twice}"
+        return super().construct_mapping(node, deep=deep)
+
+
+def test_the_operators_selector_never_matches_the_check_pod() -> None:
+    """The check pod is kept after a run: were it labelled like the operator's pods, the Deployment's selector, the
+    PodDisruptionBudget and the Services would count it (and a scale to 0 would never see them all gone)."""
+    result = render()
+    assert result.returncode == 0, result.stderr
+    list(yaml.load_all(result.stdout, Loader=_UniqueKeys))  # a key written twice (the last one won) fails here
+    found = documents()
+    pod_labels = found[("Pod", f"sundial-system/{CHECK}")]["metadata"]["labels"]
+    selector = found[("Deployment", "sundial-system/rel-sundial")]["spec"]["selector"]["matchLabels"]
+    assert pod_labels["app.kubernetes.io/component"] == "check"
+    assert not selector.items() <= pod_labels.items()
+    for key, doc in check_objects().items():
+        assert doc["metadata"]["labels"]["app.kubernetes.io/component"] == "check", key
+
+
 def test_only_the_pod_is_a_test_hook_deleted_before_the_next_run() -> None:
     found = check_objects()
     hooks = {key: doc for key, doc in found.items() if "helm.sh/hook" in (doc["metadata"].get("annotations") or {})}

@@ -21,15 +21,19 @@ TEMPLATE = "templates/fencing-policy.yaml"
 KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 
 
-def _render(*sets: str) -> list[dict[str, Any]]:
-    args = [helm_binary(), "template", "sundial", str(CHART), "--namespace", "sundial-system"]
+def _documents(*sets: str, release: str = "sundial") -> list[dict[str, Any]]:
+    args = [helm_binary(), "template", release, str(CHART), "--namespace", "sundial-system"]
     for value in sets:
         args += ["--set", value]
     result = subprocess.run(args, capture_output=True, text=True, check=True, timeout=120)
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def _render(*sets: str) -> list[dict[str, Any]]:
     return [
         doc
-        for doc in yaml.safe_load_all(result.stdout)
-        if doc and doc["kind"] in KINDS and doc["metadata"]["name"].endswith(("-fencing", "-fencing-label"))
+        for doc in _documents(*sets)
+        if doc["kind"] in KINDS and doc["metadata"]["name"].endswith(("-fencing", "-fencing-label"))
     ]
 
 
@@ -142,14 +146,10 @@ def test_the_chart_tells_the_operator_its_policys_name() -> None:
 
 def _readers(*sets: str) -> list[dict[str, Any]]:
     """The rendered RBAC objects that read the fencing policy (<fullname>-fencing-reader)."""
-    args = [helm_binary(), "template", "prod", str(CHART), "--namespace", "sundial-system"]
-    for value in sets:
-        args += ["--set", value]
-    result = subprocess.run(args, capture_output=True, text=True, check=True, timeout=120)
     return [
         doc
-        for doc in yaml.safe_load_all(result.stdout)
-        if doc and doc["kind"].startswith("ClusterRole") and doc["metadata"]["name"].endswith("-fencing-reader")
+        for doc in _documents(*sets, release="prod")
+        if doc["kind"].startswith("ClusterRole") and doc["metadata"]["name"].endswith("-fencing-reader")
     ]
 
 

@@ -156,9 +156,8 @@ class Leadership:
         self._prover.fenced(shard)
 
     def fencing_changed(self) -> None:
-        """The fencing policy or its binding was created, changed or deleted (any thread; the intake's informers,
-        :mod:`sundial.runtime.watch.fencingpolicies`): every held shard is probed again within seconds
-        (:meth:`sundial.runtime.coordination.provers.Prover.changed`), not only at the next probe period."""
+        """The fencing policy or its binding changed (any thread; :mod:`sundial.runtime.watch.fencingpolicies`):
+        every held shard is probed again within seconds (:meth:`.provers.Prover.changed`), not at the next period."""
         self._prover.changed()
 
     async def settle_background(self) -> None:
@@ -180,10 +179,13 @@ class Leadership:
 
     async def run(self, stopping: asyncio.Event) -> None:
         self._prover.loop = asyncio.get_running_loop()
-        while not stopping.is_set():
-            await self.step()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stopping.wait(), timeout=self._sharding.retry_period)
+        try:
+            while not stopping.is_set():
+                await self.step()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), timeout=self._sharding.retry_period)
+        finally:
+            await self._prover.close()
 
     @property
     def withdrawn(self) -> WithdrawReason | None:

@@ -122,6 +122,15 @@ class Prover:
                 if elector.holding:
                     self._probe(shard, pauses=())
 
+    async def close(self) -> None:
+        """Stop the pending rounds of change probes (call on the lease loop before it ends: a round still waiting
+        would be destroyed pending)."""
+        task, self._after_changes = self._after_changes, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     def lost(self, shard: int) -> None:
         """SHARD is no longer held: its gauge goes (only a holder reports a shard)."""
         if self._metrics is not None:

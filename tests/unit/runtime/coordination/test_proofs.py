@@ -394,3 +394,19 @@ def test_changes_before_the_lease_loop_runs_or_without_a_policy_probe_nothing() 
                             fencing=api, fencing_policy=policy)  # fmt: skip
         Leadership([elector(api)], sharding=sharding).fencing_changed()
     assert api.probes == []
+
+
+async def test_a_round_of_change_probes_still_waiting_when_leadership_stops_ends_with_it() -> None:
+    """A change seen just before the stop asks for a round minutes away: the lease loop's end cancels and awaits
+    it, so no task is left pending on a loop about to close (asyncio: "Task was destroyed but it is pending")."""
+    api, metrics = Leases(), Metrics()
+    lead, running, stopping = await _leading(api, metrics, delays=(600.0,))
+    lead.fencing_changed()
+    for _ in range(100):
+        await asyncio.sleep(0)
+    waiting = [task for task in asyncio.all_tasks() if task.get_name() == "fencing change probes"]
+    assert len(waiting) == 1 and not waiting[0].done()
+    stopping.set()
+    await running
+    assert waiting[0].cancelled()
+    assert len(api.probes) == 1  # the acquire's only: the round never ran

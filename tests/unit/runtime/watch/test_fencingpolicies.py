@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
-from kubernetes_asyncio import client
+from tests.unit.runtime.watch.loopback import loopback_watches
 
 from sundial.kube import ratelimits, requests
 from sundial.kube.watches import Watches
@@ -128,22 +128,8 @@ class AdmissionApi:
 @pytest.fixture
 async def admission() -> AsyncIterator[tuple[AdmissionApi, Watches]]:
     api = AdmissionApi()
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", api.handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    api_client = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{port}"))
-    source = Watches(
-        api_client=api_client, requester=requests.Requester(bucket=ratelimits.TokenBucket(rate=1000.0, burst=1000))
-    )
-    try:
+    async with loopback_watches(api.handle) as source:
         yield api, source
-    finally:
-        await api_client.close()
-        await runner.cleanup()
 
 
 async def test_the_informers_ask_only_for_the_named_objects_and_each_event_asks_for_a_probe(

@@ -12,10 +12,9 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
-from kubernetes_asyncio import client
+from tests.unit.runtime.watch.loopback import loopback_watches
 
-from sundial.kube import ratelimits, requests, watches
-from sundial.kube.watches import Watches
+from sundial.kube import watches
 from sundial.model import names
 from sundial.runtime.watch.backoff import Backoff
 from sundial.runtime.watch.kinds import JOBS, SCHEDULED_JOBS
@@ -137,18 +136,7 @@ Make = Callable[..., ListWatch]
 @pytest.fixture
 async def informer() -> AsyncIterator[tuple[FakeApi, Sink, Relists, Make]]:
     api = FakeApi()
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", api.handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    api_client = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{port}"))
     sink, observer = Sink(), Relists()
-    source = Watches(
-        api_client=api_client, requester=requests.Requester(bucket=ratelimits.TokenBucket(rate=1000.0, burst=1000))
-    )
 
     def make(**options: Any) -> ListWatch:
         settings: dict[str, Any] = {
@@ -162,11 +150,8 @@ async def informer() -> AsyncIterator[tuple[FakeApi, Sink, Relists, Make]]:
         }
         return ListWatch(**(settings | options))
 
-    try:
+    async with loopback_watches(api.handle) as source:
         yield api, sink, observer, make
-    finally:
-        await api_client.close()
-        await runner.cleanup()
 
 
 async def _run_until_watching(api: FakeApi, informer: ListWatch) -> None:
