@@ -90,7 +90,9 @@ class ApiServer:
     ) -> results.DeleteResult:
         raise AssertionError("a recurring object is never deleted")
 
-    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
+    async def create_job(
+        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str, encoded: bytes | None = None
+    ) -> results.CreateResult:
         self.log.append("create")
         job = copy.deepcopy(dict(manifest))
         name = job["metadata"]["name"]
