@@ -134,34 +134,35 @@ class Reconciler:
         return wake_at
 
     async def _pass(self, key: Key) -> tuple[PassOutcome, datetime | None]:
-        body = self._store.scheduled_job(key)
-        if body is None:
+        version = self._store.version(key)
+        if version is None:
             self.forget(key)
             return PassOutcome.GONE, None
         # Owed writes are decided anew by every pass: one that ends early (not acting, gone, contended, failed)
         # owes nothing more - the next pass that acts records what is owed.
         lane = self._owed.pop(key, False) is not False
-        shard = fencing.shard_of(str(body["metadata"].get("uid", "")), self._lead.shards)
+        shard = fencing.shard_of(self._store.uid(key) or "", self._lead.shards)
         if not self._lead.acting(shard):
             return PassOutcome.NOT_ACTING, None
         claimed = False
-        ready = self._ready(key, shard, body, lane=lane)
+        ready = self._ready(key, shard, version, lane=lane)
+        body: dict[str, Any] | None = None  # decoded only when planned here (not for a pass planned ahead)
         for _ in range(MAX_REPLANS):
             if ready is not None:  # planned ahead of its instant, on the same inputs (runtime.acting.ahead)
                 obj, plan, now, token, bodies = ready.obj, ready.plan, self._clock(), ready.token, ready.bodies
                 ready = None
             else:
+                body = body or self._store.scheduled_job(key)
+                if body is None:
+                    self.forget(key)
+                    return PassOutcome.GONE, None
                 obj = self.compiled.read(key, body)
                 wait = self._recompile_wait(key, obj)
                 if wait > 0:  # a calendar it names changed and the recompile budget is spent (DESIGN §12.2)
                     return PassOutcome.DEFERRED, self._clock() + timedelta(seconds=wait)
                 context = self._context(key, shard, obj, lane=lane)
-                plan, now, token, bodies = (
-                    self._plan(obj, self._effects.observed(key), context),
-                    context.now,
-                    context.fencing_token,
-                    (),
-                )
+                plan = self._plan(obj, self._effects.observed(key), context)
+                now, token, bodies = context.now, context.fencing_token, ()
             self.budgets.take(key, plan, now)  # at once: no other pass may count these tokens
             if plan.write_status:
                 written = await self._write(key, shard, obj, plan, token)
@@ -172,9 +173,9 @@ class Reconciler:
                     continue  # 409: planned again on the object as the API has it now
                 claimed = True
                 self._count(obj.status, plan.status)
+                version = str((body.get("metadata") or {}).get("resourceVersion") or "")
             if plan.write_status or plan.deferred:
                 self._crash.claimed(plan)  # a claim write, or the reservation used at its instant
-            version = str((body.get("metadata") or {}).get("resourceVersion") or "")
             if await self._effects.act(key, shard, obj, plan, version=version, bodies=bodies):
                 continue  # a failed attempt was recorded (invalid template, squatted name): plan again
             prepared = self._owe(key, plan)
@@ -208,13 +209,13 @@ class Reconciler:
             calendars=self._calendar_versions(key, obj), token=context.fencing_token, bodies=ahead.encoded(plan),
         ), now=self._clock())  # fmt: skip
 
-    def _ready(self, key: Key, shard: int, body: dict[str, Any], *, lane: bool) -> ahead.Ahead | None:
+    def _ready(self, key: Key, shard: int, version: str, *, lane: bool) -> ahead.Ahead | None:
         """KEY's pass planned ahead, if planning now would decide the same (else None: plan now)."""
         ready = self.prepared.take(key)
         if ready is None or lane or key in self._synthetic:
             return None
         usable = ready.usable(
-            now=self._clock(), version=str(body["metadata"].get("resourceVersion") or ""),
+            now=self._clock(), version=version,
             jobs=ahead.fingerprint(self._store.observed_jobs(key)), calendars=self._calendar_versions(key, ready.obj),
             token=self._lead.fencing_token(shard),
         )  # fmt: skip
