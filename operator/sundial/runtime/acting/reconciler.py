@@ -190,8 +190,10 @@ class Reconciler:
     def prepare(self, key: Key, at: datetime) -> bool:
         """Plan KEY's pass as of AT, its due time a few seconds ahead, and keep it when at AT it only creates
         Jobs (:mod:`sundial.runtime.acting.ahead`): the pass at AT then sends them without planning again."""
+        if not self._prepared_runs or key in self._owed or key in self._synthetic:
+            return False  # without a reservation to use, the instant's pass claims first: nothing to send alone
         body = self._store.scheduled_job(key)
-        if body is None or key in self._owed or key in self._synthetic:
+        if body is None:
             return False
         shard = fencing.shard_of(str(body["metadata"].get("uid", "")), self._lead.shards)
         if not self._lead.acting(shard):

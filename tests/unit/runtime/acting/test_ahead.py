@@ -124,3 +124,9 @@ def test_the_prepared_passes_are_bounded_and_a_stale_one_makes_room() -> None:
     assert not bounded.keep(("a", "y"), kept, now=NOMINAL), "full of passes still usable"
     assert bounded.keep(("a", "y"), kept, now=NOMINAL + ahead.TOLERANCE + timedelta(seconds=1)), "the stale one went"
     assert len(bounded) == 1 and bounded.take(("a", "x")) is None
+
+
+async def test_without_prepared_runs_nothing_is_planned_ahead() -> None:
+    rec, _, _, planner, _ = prepared(prepared_runs=False)
+    assert not rec.prepare(KEY, NOMINAL)
+    assert planner.nows == [], "not even planned: its instant's pass claims first whatever the plan"
