@@ -44,6 +44,7 @@ _RBAC_FILES = (
     "cluster_role_binding.yaml",
     "leader_election_role.yaml",
     "leader_election_role_binding.yaml",
+    "fencing_reader_role.yaml",  # the fencing policy's and its binding's informers (two documents)
 )
 
 
@@ -102,8 +103,9 @@ class Fencing:
     async def install(self) -> Fencing:
         await self.api.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         for name in _RBAC_FILES:
-            body = yaml.safe_load((RBAC / name).read_text(encoding="utf-8"))
-            await self.api.create(_path(body), body)
+            for body in yaml.safe_load_all((RBAC / name).read_text(encoding="utf-8")):
+                if body:
+                    await self.api.create(_path(body), body)
         for body in yaml.safe_load_all(FENCING.read_text(encoding="utf-8")):
             if body:
                 await self.api.create(_path(body), body)

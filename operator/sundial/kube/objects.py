@@ -157,10 +157,13 @@ class ObjectsApi:
             return None
         return body
 
-    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
+    async def create_job(
+        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str, encoded: bytes | None = None
+    ) -> results.CreateResult:
         """Create a Job. AlreadyExists: adopt it if ``owner_uid`` controls it *and* it is this run's attempt (the
         idempotency key, scheduled time and attempt annotations of ``manifest``), else report it unexpected: a
-        controller ownerReference is easy to copy (UIDs are readable), so the UID alone adopts nothing."""
+        controller ownerReference is easy to copy (UIDs are readable), so the UID alone adopts nothing.
+        ``encoded``: ``manifest`` already encoded as JSON (sent as it is)."""
         try:
             body = await self._req.call(
                 verb="create",
@@ -170,7 +173,7 @@ class ObjectsApi:
                     self._wire.send(
                         "POST",
                         wire.path("apis", "batch", "v1", "namespaces", namespace, "jobs"),
-                        manifest,
+                        manifest if encoded is None else encoded,
                         timeout=requests.REQUEST_TIMEOUT,
                     )
                 ),

@@ -47,7 +47,7 @@ class Wire:
         self,
         method: str,
         api_path: str,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | bytes | None = None,
         *,
         content_type: str = JSON,
         timeout: float | aiohttp.ClientTimeout,
@@ -70,7 +70,7 @@ class Wire:
         if getattr(rest, "server_hostname", None):
             extra["server_hostname"] = rest.server_hostname
         if body is not None:
-            extra["data"] = orjson.dumps(body)
+            extra["data"] = body if isinstance(body, bytes) else orjson.dumps(body)
         if query:
             extra["params"] = dict(query)
         return await compat.session_of(client).request(

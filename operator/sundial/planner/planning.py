@@ -47,12 +47,12 @@ from datetime import datetime, timedelta
 from sundial.model.enums import ConditionReason, ConditionStatus, ConditionType, Trigger
 from sundial.model.errors import ObjectQuarantinedError, ObjectTooLargeError
 from sundial.model.resource import ScheduledJob
-from sundial.model.status import ScheduledJobStatus
+from sundial.model.status import ActiveRun, ScheduledJobStatus
 from sundial.planner import summary
 from sundial.planner.actions import CONDITION_EVENTS, Action, EmitEvent, EventType
 from sundial.planner.concurrency import admission, adoptions, buffers
 from sundial.planner.observed import JobPhase, ObservedJob
-from sundial.planner.plans import BACKLOG, Context, Plan
+from sundial.planner.plans import BACKLOG, HOLD_MARGIN, Context, Plan
 from sundial.planner.requests import backfills, triggers
 from sundial.planner.runs import attempts, history, outcomes, reservations, retries
 from sundial.planner.status import conditions
@@ -75,7 +75,7 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
         draft.circuit_generation = None
         draft.consecutive_dead_letters = 0
     triggers.redrive(draft)
-    reservations.record_used(draft, observed)
+    started = reservations.record_used(draft, observed)
     outcomes.resolve_active(draft, observed)
     retries.start_due_retries(draft)
     new_runs: list[NewRun] = buffers.release(draft)
@@ -106,20 +106,23 @@ def plan(obj: ScheduledJob, jobs: Sequence[ObservedJob], context: Context) -> Pl
     summary.put_conditions(draft, finished=finished)
     ahead = draft.context.prepared_runs and not paused and not finished
     draft.reservation = reservations.reserve(draft, draft.next_schedule_time if ahead else None)
-    return _decide(draft, paused=paused)
+    return _decide(draft, paused=paused, started=started)
 
 
-def _decide(draft: Draft, *, paused: bool) -> Plan:
+def _decide(draft: Draft, *, paused: bool, started: datetime | None) -> Plan:
     """Whether and when to write the pass's status (DESIGN §6, §7.5): before the actions (the claim), after
-    them in the low-priority lane (the reserved run's instant; a reservation on its own), or not at all."""
+    them in the low-priority lane (the reserved run's instant; a reservation on its own; a used reservation's
+    start, held while its Job runs), or not at all."""
     stored = draft.obj.status
     status = draft.freeze()
     reserve = draft.reservation != stored.reservation
-    reserve_at = None
+    reserve_at = hold = None
     if reservations.instant(draft, stored.reservation):
         write, deferred = False, True
+        hold = _hold_until(draft, status, stored, instant=True)
     elif _material(status) != _material(stored):
-        write, deferred = True, False
+        hold = _hold_until(draft, status, stored, instant=False) if started is not None else None
+        write, deferred = hold is None, hold is not None
     elif reserve and draft.reservation is not None:
         due_at = due.fire_at(draft, draft.reservation.scheduled_time)
         soon = due_at - draft.now <= draft.context.reserve_ahead
@@ -138,6 +141,55 @@ def _decide(draft: Draft, *, paused: bool) -> Plan:
         backlog_creates=draft.backlog_started,
         backlog_waiting=_waits_for_budget(draft),
         deferred=deferred,
+        hold_until=hold,
+    )
+
+
+def _hold_until(
+    draft: Draft, status: ScheduledJobStatus, stored: ScheduledJobStatus, *, instant: bool
+) -> datetime | None:
+    """Until when the owed write of a used reservation may wait for its Job's end (DESIGN §7.5), None: not held.
+    Held only while the pass's one change is that run's start (it is active, its Job not finished, the pass has
+    no other action than the instant's own), for at most ``Context.hold_start`` after its instant and never
+    closer than :data:`HOLD_MARGIN` to the next run's instant. Everything the pass decides is decided on the run
+    as started either way (``reservations.record_used``); only the status write waits."""
+    reservation = stored.reservation
+    if reservation is None or draft.context.hold_start <= timedelta(0):
+        return None
+    run = next((r for r in status.active if r.job == reservation.job and r.attempt == 1), None)
+    if run is None or run.scheduled_time != reservation.scheduled_time:
+        return None
+    if not instant and draft.actions:  # the instant's create and Event are its only ones (``reservations.instant``)
+        return None
+    if _material(_without_start(status, stored, run)) != _material(stored):
+        return None
+    until = due.fire_at(draft, run.scheduled_time) + draft.context.hold_start  # its Job was created after that
+    if draft.next_schedule_time is not None:
+        until = min(until, due.fire_at(draft, draft.next_schedule_time) - HOLD_MARGIN)
+    return until if until > draft.now else None
+
+
+def _without_start(status: ScheduledJobStatus, stored: ScheduledJobStatus, run: ActiveRun) -> ScheduledJobStatus:
+    """STATUS less what recording RUN's start changes (``reservations.record_used``; the next time follows the
+    cursor, and the Ready message names it): equal to the stored status when nothing else changed."""
+    counters = status.counters.model_copy(update={"runs": status.counters.runs - 1})
+    ready = stored.condition(ConditionType.READY)
+    if ready is None or ready.reason != ConditionReason.SCHEDULED:
+        conditions = status.conditions
+    else:
+        conditions = tuple(
+            ready if c.type == ConditionType.READY and c.reason == ConditionReason.SCHEDULED else c
+            for c in status.conditions
+        )
+    return status.model_copy(
+        update={
+            "active": tuple(r for r in status.active if r is not run),
+            "counters": counters,
+            "conditions": conditions,
+            "last_schedule_time": stored.last_schedule_time,
+            "schedule_cursor": stored.schedule_cursor,
+            "next_schedule_time": stored.next_schedule_time,
+        }
     )
 
 

@@ -40,6 +40,15 @@ RESERVE_AHEAD = timedelta(minutes=5)
 written on its own, in the low-priority lane, once its run is due within this long (DESIGN §7.5); a status
 write the object gets anyway always carries the current one."""
 
+HOLD_START = timedelta(minutes=5)
+"""After a prepared run's Job is created, the status write that records its start waits for the Job's end (so one
+write records the start and the completion) while nothing else needs writing, at most this long after its instant
+(DESIGN §7.5): ``status.active`` lags a running Job by at most this much."""
+
+HOLD_MARGIN = timedelta(minutes=1)
+"""... and ends this long before the next run's instant, so that the write (in the low-priority lane, served within
+30 s) reserves the next run before it is due."""
+
 
 @dataclass(frozen=True)
 class Compiled:
@@ -101,6 +110,8 @@ class Context:
     written even when nothing else changed."""
     reserve_ahead: timedelta = RESERVE_AHEAD
     """:data:`RESERVE_AHEAD`."""
+    hold_start: timedelta = HOLD_START
+    """:data:`HOLD_START` (zero: a used reservation is recorded by the lane's first pass, the Job still running)."""
     prepared_runs: bool = True
     """Reserve the next run ahead of its instant (DESIGN §7.5); False (``--no-prepared-runs``): nothing is
     reserved and every run is claimed by a status write first (a stored reservation still counts once its Job
@@ -133,3 +144,6 @@ class Plan:
     budget has a create for this object (the runtime knows when; ``wake_at`` does not include it)."""
     deferred: bool = False
     """A status write is owed after the actions, in the low-priority lane (see above)."""
+    hold_until: datetime | None = None
+    """With ``deferred``: the owed write only records a prepared run's start while its Job runs, and may wait for
+    a change of its Jobs (the Job's end) until this time before the lane serves it (:data:`HOLD_START`)."""

@@ -185,7 +185,7 @@ def _sinks(
     return [
         (kinds.SCHEDULED_JOBS,
          intake.ScheduledJobs(store=store, dispatcher=dispatcher, reconciler=reconciler, quarantine=quarantine)),
-        (kinds.JOBS, intake.Jobs(store=store, dispatcher=dispatcher, quarantine=quarantine)),
+        (kinds.JOBS, intake.Jobs(store=store, dispatcher=dispatcher, quarantine=quarantine, unseen=reconciler.unseen)),
         (kinds.SCHEDULE_CALENDARS, intake.ScheduleCalendars(store=store, dispatcher=dispatcher, quarantine=quarantine)),
     ]  # fmt: skip
 
@@ -282,7 +282,10 @@ def _dispatcher(
         on_index_size=metrics.passes.due_index_size.set,
         priority_of=store.priority,
         owes_write=reconciler.owes_write,
+        held_until=reconciler.held_until,
+        awaiting_watch=reconciler.unseen.waiting,
         warm=warm,
+        prepare=reconciler.prepare,
     )
 
 

@@ -213,3 +213,48 @@ def test_a_spec_edit_and_a_suspend_between_reservation_and_instant(harness: Harn
                 and j.scheduled_time >= instant], "the suspended object ran"  # fmt: skip
     assert _prepared(replica.metrics()) > 0, "no run was ever created under its reservation"
     h.finish("edit-and-suspend-before-the-instant")
+
+
+def test_a_kill_while_a_first_runs_start_is_held_records_it_once(harness: Harness) -> None:
+    """New objects due once (a fixed date, next run a year away) whose Jobs run 25 s: the status write that records
+    each start is held while its Job runs (DESIGN §7.5), so the Jobs exist and the statuses do not record them.
+    The holder is killed (-9) inside that hold; the next holder finds the Jobs through the reservations (the
+    claim), records each run once, and creates none again."""
+    h = harness
+    fleet = h.fleet(2)
+    first, second = fleet.replicas["replica-a"], fleet.replicas["replica-b"]
+    first.start()  # alone, so it is the one acting
+    fleet.wait_for_holder(timeout=60)
+    at = utcnow().replace(microsecond=0) + timedelta(seconds=15)
+    fixed = f"{at.second} {at.minute} {at.hour} {at.day} {at.month} *"  # the herd's shape, with seconds
+    h.create_scheduled_jobs(3, fixed, duration_seconds=25)
+    by_uid: dict[str, dict[str, Any]] = {}
+
+    def held() -> bool:
+        """Every object's Job exists and runs, and no status records it yet."""
+        by_uid.update({sj["metadata"]["uid"]: sj for sj in h.scheduled_jobs()})
+        jobs = [job for job in h.watch.snapshot() if job.scheduled_time == at]
+        return len(jobs) == 3 and all(
+            job.name not in _recorded(by_uid[str(job.controller_uid)].get("status") or {}) for job in jobs
+        )
+
+    h.wait(held, 60, "the first runs' Jobs, their starts held", interval=0.2)
+    time.sleep(2)  # well inside the 25 s the Jobs run: still held (no write of its own for the start)
+    assert held(), "a start was written while its Job ran"
+    first.kill()
+    h.faults["SIGKILL while first runs' starts are held"] += 1
+    second.start()
+    fleet.wait_for_holder(timeout=60, other_than=first.identity)
+
+    def recorded() -> bool:
+        statuses = [sj.get("status") or {} for sj in h.scheduled_jobs()]
+        return all(
+            [(run.get("result"), run.get("scheduledTime")) for run in status.get("recentRuns") or []]
+            == [("Succeeded", at.strftime("%Y-%m-%dT%H:%M:%SZ"))]
+            for status in statuses
+        )
+
+    h.wait(recorded, 90, "each run recorded once, succeeded", interval=0.5)
+    jobs = [job for job in h.watch.snapshot() if job.scheduled_time == at]
+    assert len(jobs) == 3 and len({job.controller_uid for job in jobs}) == 3, f"one Job per object: {jobs}"
+    h.finish("kill-while-start-held")

@@ -83,8 +83,10 @@ def passes(compiled: Compiled, counter: CountingTimeline) -> list[int]:
     instant = step(first.status, [], T + timedelta(seconds=1))
     assert [a.manifest["metadata"]["name"] for a in instant.actions if isinstance(a, CreateJob)] == [name_at(T)]
     lane = step(first.status, [job(JobPhase.ACTIVE)], T + timedelta(seconds=2), lane=True)
-    assert lane.write_status and lane.status.next_schedule_time == NEXT_YEAR
-    done = step(lane.status, [job(JobPhase.SUCCEEDED)], T + timedelta(seconds=31))
+    assert lane.status.next_schedule_time == NEXT_YEAR
+    assert not lane.write_status and lane.hold_until is not None, "the start waits for the Job's end (DESIGN §7.5)"
+    done = step(first.status, [job(JobPhase.SUCCEEDED)], T + timedelta(seconds=31))
+    assert done.write_status and done.status.next_schedule_time == NEXT_YEAR
     step(done.status, [job(JobPhase.SUCCEEDED)], T + timedelta(minutes=5))
     return walks
 

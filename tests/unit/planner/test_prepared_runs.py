@@ -19,7 +19,7 @@ from sundial.model import names as model_names
 from sundial.model.resource import dump_status
 from sundial.planner.observed import JobPhase, ObservedJob
 from sundial.planner.planning import plan
-from sundial.planner.plans import RESERVE_AHEAD
+from sundial.planner.plans import HOLD_START, RESERVE_AHEAD
 
 from .builders import (
     UID,
@@ -191,7 +191,7 @@ class Used:
 
 USED = [
     Used(
-        id="its Job running: the run is active and recorded by this pass",
+        id="its Job running: the run is active, its start held for its end",
         jobs=(created_job(NEXT),),
         expect_active=(name_at(NEXT),),
         expect_counters={"runs": 1},
@@ -305,7 +305,9 @@ def test_a_used_reservation_is_the_active_attempt_for_every_decision(case: Used)
     assert counters(result) == case.expect_counters
     assert result.status.schedule_cursor == case.expect_cursor
     if not case.stored and not case.expect_creates:
-        assert result.write_status, "the first pass that sees the used reservation's Job records it"
+        running = case.id.startswith("its Job running")  # nothing else to write: the start waits for the Job's end
+        assert result.write_status is not running, "the first pass that sees the used reservation's Job records it"
+        assert (result.hold_until is not None) is running, "... or holds its start while its Job runs (DESIGN §7.5)"
 
 
 def test_a_reserved_run_whose_job_is_not_observed_yet_is_neither_lost_nor_started_twice() -> None:
@@ -318,12 +320,29 @@ def test_a_reserved_run_whose_job_is_not_observed_yet_is_neither_lost_nor_starte
     assert result.deferred and not result.write_status
 
 
-def test_the_lane_writes_what_the_instant_deferred_and_then_nothing_more() -> None:
+def test_the_lane_holds_the_start_while_the_job_runs_and_writes_it_with_the_completion() -> None:
     stored = status(reservation=reserved(NEXT))
     instant = plan(make_obj(raw_spec(), status=stored), [], context(AT_NEXT))
-    assert instant.deferred and not instant.write_status
+    assert instant.deferred and not instant.write_status and instant.hold_until == NEXT + HOLD_START
+    running = [created_job(NEXT)]
+    lane = plan(make_obj(raw_spec(), status=stored), running, context(AT_NEXT + timedelta(seconds=1), lane=True))
+    assert lane.deferred and not lane.write_status and lane.actions == () and lane.hold_until == NEXT + HOLD_START
+    done = [replace(created_job(NEXT), phase=JobPhase.SUCCEEDED, finished_at=AT_NEXT + timedelta(seconds=60))]
+    lane = plan(make_obj(raw_spec(), status=stored), done, context(AT_NEXT + timedelta(seconds=61), lane=True))
+    assert lane.write_status and not lane.deferred and events(lane) == ["Normal SawCompletedJob"]
+    assert lane.status.counters.runs == 1 and lane.status.counters.succeeded == 1 and lane.status.active == ()
+    assert lane.status.reservation == reserved(AFTER)
+    late = plan(make_obj(raw_spec(), status=stored), running, context(NEXT + HOLD_START, lane=True))
+    assert late.write_status and late.hold_until is None, "a Job still running at the hold's end: its start is written"
+
+
+def test_without_a_hold_the_lane_writes_what_the_instant_deferred_and_then_nothing_more() -> None:
+    stored = status(reservation=reserved(NEXT))
+    instant = plan(make_obj(raw_spec(), status=stored), [], context(AT_NEXT, hold_start=timedelta(0)))
+    assert instant.deferred and not instant.write_status and instant.hold_until is None
     observed = [created_job(NEXT)]
-    lane = plan(make_obj(raw_spec(), status=stored), observed, context(AT_NEXT + timedelta(seconds=1), lane=True))
+    lane = plan(make_obj(raw_spec(), status=stored), observed,
+                context(AT_NEXT + timedelta(seconds=1), lane=True, hold_start=timedelta(0)))  # fmt: skip
     assert lane.write_status and not lane.deferred and lane.actions == ()
     assert lane.status.reservation == reserved(AFTER)
     again = plan(make_obj(raw_spec(), status=lane.status), observed, context(AT_NEXT + timedelta(seconds=2)))
@@ -429,3 +448,14 @@ def test_with_prepared_runs_off_nothing_is_reserved_and_every_run_is_claimed_fir
     used = plan(make_obj(raw_spec(), status=stored), [created_job(NEXT)], context(AT_NEXT, prepared_runs=False))
     assert [run.job for run in used.status.active] == [name_at(NEXT)], "a reservation used before still counts"
     assert creates(used) == []
+
+
+def test_an_instant_that_changes_more_than_the_start_is_not_held() -> None:
+    """The instant's pass creates the reserved Job first as ever, but what else it changed (here: conditions the
+    stored status lacks) goes out with the lane's first pass, not after the Job's end."""
+    stored = status(reservation=reserved(NEXT)).model_copy(update={"conditions": ()})
+    instant = plan(make_obj(raw_spec(), status=stored), [], context(AT_NEXT))
+    assert instant.deferred and not instant.write_status and creates(instant) == [name_at(NEXT)]
+    assert instant.hold_until is None
+    lane = plan(make_obj(raw_spec(), status=stored), [created_job(NEXT)], context(AT_NEXT + timedelta(seconds=1)))
+    assert lane.write_status and lane.hold_until is None

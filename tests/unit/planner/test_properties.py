@@ -120,12 +120,14 @@ def lane_pass(
     now: datetime,
     generation: int,
 ) -> ScheduledJobStatus:
-    """The lane's pass of a deferred object: it writes (the used reservation, or the reservation on its own)."""
+    """The lane's pass of a deferred object: it writes (the used reservation, or the reservation on its own), or
+    holds a used reservation's start while its Job runs (nothing written: the stored status stays)."""
     obj = make_obj(spec, status=status, annotations=annotations, generation=generation)
     result = plan(obj, list(cluster.jobs.values()), context(now, lane=True))
-    assert result.write_status and not result.deferred, "the lane's pass wrote nothing"
+    assert result.write_status != (result.hold_until is not None), "the lane's pass wrote nothing"
+    assert not result.write_status or not result.deferred
     cluster.apply(result, now)
-    return result.status
+    return result.status if result.write_status else status
 
 
 def simulate(
@@ -159,9 +161,9 @@ def simulate(
         cluster.churn(rng, now)
         if lane == "after":
             status = lane_pass(spec, annotations, status, cluster, now, generation)
-    for _ in range(3):  # the passes that follow the last one (a deferred status write is owed)
+    for _ in range(3):  # the passes that follow the last one (a deferred status write is owed; a hold has ended)
         obj = make_obj(spec, status=status, annotations=annotations, generation=generation)
-        result = plan(obj, list(cluster.jobs.values()), context(now, lane=True))
+        result = plan(obj, list(cluster.jobs.values()), context(now, lane=True, hold_start=timedelta(0)))
         cluster.apply(result, now)
         if result.write_status:
             status = result.status

@@ -84,7 +84,9 @@ class FakeApi:
     async def delete_scheduled_job(self, **_: Any) -> results.DeleteResult:
         raise AssertionError("nothing is deleted here")
 
-    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
+    async def create_job(
+        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str, encoded: bytes | None = None
+    ) -> results.CreateResult:
         meta = manifest["metadata"]
         stamped = meta["annotations"]
         self.created.append(

@@ -24,7 +24,7 @@ class ReconcilerApi(Protocol):
     ) -> results.DeleteResult: ...
 
     async def create_job(
-        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str
+        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str, encoded: bytes | None = None
     ) -> results.CreateResult: ...
 
     async def delete_job(

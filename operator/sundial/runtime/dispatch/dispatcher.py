@@ -9,11 +9,22 @@ queued again as soon as the running pass ends.
 The low-priority lane (DESIGN §7.5) holds the keys whose last pass left a status write that may wait
 (``owes_write``: a prepared run whose Job was created at its instant, a reservation to write). They are served,
 oldest first and with at most half the concurrency at once, only when no due key waits and no due pass runs -
-after the last create of the instant has its answer, so the lane's status writes never compete with a herd's
-tail at the API server (docs/benchmarks.md measured them at 17% of its CPU there when the lane opened with an
-eighth of the concurrency still in due passes) - or once they have waited :data:`LANE_MAX_WAIT`. A Job
+after the last create of the instant has its answer *and* the operator's own Job watch has delivered every Job
+it created (``awaiting_watch``, :mod:`sundial.runtime.watch.unseen`), so the lane's status writes never compete
+with a herd's tail at the API server (docs/benchmarks.md measured them at 17% of its CPU there when the lane
+opened with an eighth of the concurrency still in due passes) - or once they have waited :data:`LANE_MAX_WAIT`. A Job
 event (a ``soft`` touch) of a key in the lane leaves it there: its lane pass sees the change (often the Job's
 completion, written in the same write). Any other change, and the key's own wake-up, serve it at once.
+
+A key whose owed write only records a prepared run's start while its Job runs (``held_until``) is *held* before
+the lane: a Job event moves it to the lane (its pass writes the start with the completion, or holds it again
+while the Job still runs), and so does its hold's end; any other change, and its own wake-up, serve it at once.
+So the run's start and its completion are one status write when the Job ends within the hold (DESIGN §7.5).
+
+:data:`PREPARE_AHEAD` before an instant, the keys due then are planned ahead (``prepare``: the reconciler keeps a
+pass whose plan at its instant is its Jobs' creates alone, rendered and encoded,
+:mod:`sundial.runtime.acting.ahead`), in the background, a few at a time, stopping when the instant comes: at the
+instant such a pass sends its Job POSTs without planning again.
 
 :data:`WARM_AHEAD` before an instant at which many keys are due, ``warm`` opens as many connections as passes
 will run at once: the instant's Job POSTs then start on open connections (an idle client's close after seconds,
@@ -55,7 +66,16 @@ WARM_MIN = 16
 #: warm-ups' GETs bypass the rate limiter; this bounds them, whatever instants a tenant's objects pick.
 WARM_EVERY = timedelta(seconds=15)
 
+#: Keys due within this long are planned ahead of their instant (``prepare``)...
+PREPARE_AHEAD = timedelta(seconds=5)
+#: ... at most this many each time (the reconciler keeps at most :data:`sundial.runtime.acting.ahead.LIMIT`)...
+PREPARE_MAX = 4096
+#: ... yielding to the loop after each this many.
+PREPARE_CHUNK = 16
+
 ReconcileFn = Callable[[Key], Awaitable[datetime | None]]
+PrepareFn = Callable[[Key, datetime], bool]
+"""Plans a key's pass as of its due time, still ahead, and keeps it if it may be used then."""
 WarmFn = Callable[[int], Awaitable[None]]
 """Opens that many connections to the API server (best effort: it never raises)."""
 
@@ -70,7 +90,10 @@ class Dispatcher:
         on_index_size: Callable[[int], None] = lambda size: None,
         priority_of: Callable[[Key], int] = lambda key: 0,
         owes_write: Callable[[Key], bool] = lambda key: False,
+        held_until: Callable[[Key], datetime | None] = lambda key: None,
+        awaiting_watch: Callable[[], float] = lambda: 0.0,
         warm: WarmFn | None = None,
+        prepare: PrepareFn | None = None,
     ) -> None:
         self._reconcile = reconcile
         self._clock = clock
@@ -81,6 +104,10 @@ class Dispatcher:
         self._slots = asyncio.Semaphore(max_concurrency)
         self._wakeup = asyncio.Event()
         self._owes_write = owes_write
+        self._held_until = held_until
+        self._awaiting_watch = awaiting_watch
+        self._holds: DueIndex[Key] = DueIndex()
+        """Held keys (their owed write waits for a Job event), by the end of their hold."""
         self._inflight: set[Key] = set()
         self._dirty: dict[Key, bool] = {}
         """Keys changed while in flight: True when a change other than a Job event came (see ``touch``)."""
@@ -96,6 +123,9 @@ class Dispatcher:
         """The due time looked at for a warm-up last."""
         self._warmed_at: datetime | None = None
         """When the last warm-up started."""
+        self._prepare = prepare
+        self._prepared_until: datetime | None = None
+        """Keys due up to this time were given to ``prepare`` (or were not, past :data:`PREPARE_MAX`)."""
 
     # Signals from the informers and the leases ---------------------------------------------------
 
@@ -105,7 +135,10 @@ class Dispatcher:
         if key in self._inflight:
             self._dirty[key] = self._dirty.get(key, False) or not soft
         elif soft and key in self._lane:
-            return
+            pass  # still woken: the lane may open now that the watch has seen this Job (``awaiting_watch``)
+        elif soft and key in self._holds:  # one of its Jobs changed (perhaps ended): its owed write may go now
+            self._holds.discard(key)
+            self._lane.setdefault(key, self._clock())
         else:
             self.index.advance(key, self._clock())
         self._wakeup.set()
@@ -113,6 +146,7 @@ class Dispatcher:
     def forget(self, key: Key) -> None:
         self.index.discard(key)
         self._lane.pop(key, None)
+        self._holds.discard(key)
         self._failures.pop(key, None)
 
     # The loop --------------------------------------------------------------------------------------
@@ -124,6 +158,8 @@ class Dispatcher:
                 now = self._clock()
                 for due in self.index.pop_due(now):
                     self.queue.push(due, priority=self._priority_of(due))
+                for held in self._holds.pop_due(now):
+                    self._lane.setdefault(held, now)
                 self._promote(now)
                 while len(self.queue) and not self._slots.locked():
                     key = self.queue.pop()
@@ -135,6 +171,7 @@ class Dispatcher:
                     self._lane.pop(key, None)
                     await self._start(key, lane=False)
                 await self._serve_lane()
+                self._prepare_before(self.index.next_due())
                 self._warm_before(self.index.next_due())
                 self._on_index_size(len(self.index))
                 await self._sleep(stopping)
@@ -146,6 +183,7 @@ class Dispatcher:
     async def _start(self, key: Key, *, lane: bool) -> None:
         await self._slots.acquire()
         self._inflight.add(key)
+        self._holds.discard(key)  # its pass decides again
         self._lane_running += lane
         task = asyncio.create_task(self._one(key, lane=lane), name=f"reconcile {key[0]}/{key[1]}")
         self._tasks.add(task)
@@ -161,13 +199,15 @@ class Dispatcher:
             self.queue.push(key, priority=self._priority_of(key))
 
     def _lane_open(self) -> bool:
-        """The lane may start a pass: no due key waits, no due pass runs, a lane slot and a slot are free."""
+        """The lane may start a pass: no due key waits, no due pass runs, a lane slot and a slot are free, and
+        the operator's own Job watch has seen every Job it created (``awaiting_watch``)."""
         due_running = len(self._inflight) - self._lane_running
         return (
             not len(self.queue)
             and due_running == 0
             and self._lane_running < self._lane_slots
             and not self._slots.locked()
+            and self._awaiting_watch() <= 0
         )
 
     async def _serve_lane(self) -> None:
@@ -176,6 +216,37 @@ class Dispatcher:
             del self._lane[key]
             if key not in self._inflight:  # else its running pass decides again whether it owes a write
                 await self._start(key, lane=True)
+
+    def _prepare_before(self, due: datetime | None) -> None:
+        """PREPARE_AHEAD before an instant: plan the keys due until PREPARE_AHEAD from now ahead, in the background
+        (each key once per due time)."""
+        now = self._clock()
+        if self._prepare is None or due is None or due - now > PREPARE_AHEAD:
+            return
+        if self._prepared_until is not None and due <= self._prepared_until:
+            return
+        since, self._prepared_until = self._prepared_until, now + PREPARE_AHEAD
+        items = self.index.due_between(since, self._prepared_until, limit=PREPARE_MAX)
+        if items:
+            task = asyncio.ensure_future(self._prepare_all(items))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _prepare_all(self, items: list[tuple[Key, datetime]]) -> None:
+        """Plan ITEMS (earliest first) ahead, a few at a time; stop once the first of them is due (from then on the
+        loop's passes have the CPU)."""
+        assert self._prepare is not None
+        first = items[0][1]
+        for done, (key, at) in enumerate(items, start=1):
+            if self._clock() >= first:
+                return
+            if key not in self._inflight and self.index.due_at(key) == at:  # still due then, not running now
+                try:
+                    self._prepare(key, at)
+                except Exception:  # a pass at the instant plans it as ever: never let this end the loop
+                    logger.warning("planning %s/%s ahead failed", key[0], key[1], exc_info=True)
+            if done % PREPARE_CHUNK == 0:
+                await asyncio.sleep(0)
 
     def _warm_before(self, due: datetime | None) -> None:
         """WARM_AHEAD before an instant at which WARM_MIN or more keys are due, open as many connections as
@@ -200,12 +271,24 @@ class Dispatcher:
         else:
             due = self.index.next_due()
             timeout = MAX_SLEEP if due is None else (due - self._clock()).total_seconds()
-            if due is not None and self._warm is not None and due != self._warmed:
+            if (
+                due is not None
+                and self._prepare is not None
+                and not (self._prepared_until is not None and due <= self._prepared_until)
+            ):
+                timeout -= PREPARE_AHEAD.total_seconds()  # wake to plan the instant's keys ahead
+            elif due is not None and self._warm is not None and due != self._warmed:
                 timeout -= WARM_AHEAD.total_seconds()  # wake to warm the connections first
             timeout = min(max(timeout, 0.0), MAX_SLEEP)
         if self._lane:  # the oldest lane key's promotion (a finishing pass wakes the lane sooner)
             oldest = next(iter(self._lane.values()))
             timeout = min(timeout, max((oldest + LANE_MAX_WAIT - self._clock()).total_seconds(), 0.0))
+            awaited = self._awaiting_watch()  # a watch event wakes the loop; this is for one that never comes
+            if awaited > 0:
+                timeout = min(timeout, awaited)
+        held = self._holds.next_due()
+        if held is not None:
+            timeout = min(timeout, max((held - self._clock()).total_seconds(), 0.0))
         if timeout <= 0:
             await asyncio.sleep(0)
             return
@@ -250,7 +333,11 @@ class Dispatcher:
         at once (it changed meanwhile), its wake-up, or nowhere."""
         hard = self._dirty.pop(key, None)
         if not failed and self._owes_write(key):
-            self._lane.setdefault(key, self._clock())
+            until = self._held_until(key)
+            if until is not None and hard is None and until > self._clock():
+                self._holds.set(key, until)  # a Job event or the hold's end moves it to the lane
+            else:  # a Job event came during the pass: its lane pass sees it
+                self._lane.setdefault(key, self._clock())
         if hard or (hard is not None and key not in self._lane):
             self.index.advance(key, self._clock())
         elif wake is not None:

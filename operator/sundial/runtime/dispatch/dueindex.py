@@ -70,6 +70,24 @@ class DueIndex(Generic[K]):
             stack += (2 * i + 1, 2 * i + 2)
         return count
 
+    def due_at(self, key: K) -> datetime | None:
+        return self._due.get(key)
+
+    def due_between(self, after: datetime | None, until: datetime, *, limit: int) -> list[tuple[K, datetime]]:
+        """Up to ``limit`` keys due after ``after`` (None: any time) and at or before ``until``, with their due
+        times, earliest first (a walk of the heap's top, never of the whole index)."""
+        found: list[tuple[datetime, int, K]] = []
+        stack = [0]
+        while stack:
+            i = stack.pop()
+            if i >= len(self._heap) or self._heap[i][0] > until:
+                continue  # the heap's order: nothing below is due earlier
+            entry = self._heap[i]
+            if (after is None or entry[0] > after) and self._due.get(entry[2]) == entry[0]:
+                found.append(entry)
+            stack += (2 * i + 1, 2 * i + 2)
+        return [(key, at) for at, _, key in heapq.nsmallest(limit, found)]
+
     def pop_due(self, now: datetime, *, limit: int | None = None) -> list[K]:
         """Remove and return the keys due at or before ``now``, earliest first."""
         popped: list[K] = []

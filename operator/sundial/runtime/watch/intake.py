@@ -6,9 +6,10 @@ the contract: :class:`sundial.runtime.watch.listwatch.Sink`).
   same resourceVersion wakes nothing: mostly the echo of a status write the reconciler has just kept, or a relist;
   re-planning it would only find that nothing changed. A quarantined one is kept as a stub the planner reports
   (``Ready=False``, ``Quarantined``).
-* A Job is kept as what the planner is told of it; its owner is woken softly (a key whose status write waits in
-  the dispatcher's lane stays there). A quarantined Job is left out of its owner's view; the last readable version
-  of it, if any, stays (a Job is never taken for gone because one version could not be read).
+* A Job is kept as what the planner is told of it (and no longer awaited: :mod:`.unseen`); its owner is woken
+  softly (a key whose status write waits in the dispatcher's lane stays there). A quarantined Job is left out of
+  its owner's view; the last readable version of it, if any, stays (a Job is never taken for gone because one
+  version could not be read).
 * A ScheduleCalendar wakes the keys of the ScheduledJobs that refer to it (the store's reverse index); a
   quarantined one is kept as an invalid calendar, which its referrers report.
 * Gone (``DELETED``, or absent from a relist): forgotten, and for a Job a tombstone is kept while its owner may
@@ -22,6 +23,7 @@ from typing import Any, Protocol
 
 from sundial.runtime.watch.quarantine import Quarantine, identity_of, stub_of
 from sundial.runtime.watch.store import Key, Store, key_of
+from sundial.runtime.watch.unseen import Unseen
 
 SCHEDULED_JOB = "ScheduledJob"
 JOB = "Job"
@@ -87,14 +89,19 @@ class ScheduledJobs:
 class Jobs:
     """The Jobs' sink."""
 
-    def __init__(self, *, store: Store, dispatcher: Wakes, quarantine: Quarantine) -> None:
+    def __init__(
+        self, *, store: Store, dispatcher: Wakes, quarantine: Quarantine, unseen: Unseen | None = None
+    ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._quarantine = quarantine
+        self._unseen = unseen or Unseen()
 
     def apply(self, event: str | None, body: Mapping[str, Any]) -> None:
         key = self._store.drop_job(body) if event == "DELETED" else self._store.put_job(body)
-        self._quarantine.release(JOB, *identity_of(body))
+        namespace, name = identity_of(body)
+        self._unseen.seen(namespace, name)
+        self._quarantine.release(JOB, namespace, name)
         self._wake(key)
 
     def quarantine(self, event: str | None, body: Any, error: BaseException) -> None:

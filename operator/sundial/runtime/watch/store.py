@@ -229,6 +229,11 @@ class Store:
             return None
         return _header(kept).partition(b" ")[0].decode()
 
+    def version(self, key: Key) -> str | None:
+        """The resourceVersion of the kept ScheduledJob (cheap: nothing is decoded); None: none is kept."""
+        kept = self._scheduled_jobs.get(key)
+        return None if kept is None else _version(kept)
+
     def priority(self, key: Key) -> int:
         """``spec.priority`` of the kept ScheduledJob (0 if unset or unknown; nothing is decoded)."""
         return self._priorities.get(key, 0)

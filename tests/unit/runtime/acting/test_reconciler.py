@@ -58,6 +58,8 @@ class FakeApi:
         self.create_results: list[results.CreateResult] = []
         self.create_errors: list[Exception] = []
         self.statuses: list[Mapping[str, Any]] = []
+        self.encoded: list[bytes | None] = []
+        """What each create was sent as, if encoded ahead (``encoded``)."""
         self.fresh = body("2")
 
     async def get_scheduled_job(self, *, namespace: str, name: str) -> dict[str, Any] | None:
@@ -79,8 +81,11 @@ class FakeApi:
         self.calls.append(f"delete-sj@{resource_version}" if resource_version else "delete-sj")
         return results.Done()
 
-    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
+    async def create_job(
+        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str, encoded: bytes | None = None
+    ) -> results.CreateResult:
         self.calls.append(f"create:{manifest['metadata']['name']}")
+        self.encoded.append(encoded)
         if self.create_errors:
             raise self.create_errors.pop(0)
         if self.create_results:
@@ -352,7 +357,9 @@ class ZombieApi(FakeApi):
         self.requester = requester
         self.sent: list[str] = []
 
-    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
+    async def create_job(
+        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str, encoded: bytes | None = None
+    ) -> results.CreateResult:
         async def send() -> results.CreateResult:
             self.sent.append(manifest["metadata"]["name"])
             return results.Created(body={"metadata": {**manifest["metadata"], "namespace": namespace, "uid": "j"}})
@@ -378,7 +385,7 @@ async def test_the_send_guard_is_only_set_around_the_reconcilers_requests() -> N
 
     class Recording(FakeApi):
         async def create_job(
-            self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str
+            self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str, encoded: bytes | None = None
         ) -> results.CreateResult:
             seen.append(requests.SEND_GUARD.get())
             return await super().create_job(namespace=namespace, manifest=manifest, owner_uid=owner_uid)
@@ -396,7 +403,9 @@ class LosingApi(FakeApi):
         super().__init__()
         self.elector = elector
 
-    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
+    async def create_job(
+        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str, encoded: bytes | None = None
+    ) -> results.CreateResult:
         self.elector.holding = False
         return await super().create_job(namespace=namespace, manifest=manifest, owner_uid=owner_uid)
 

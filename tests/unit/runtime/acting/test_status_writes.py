@@ -41,7 +41,7 @@ class Clock:
 class ApiServer:
     """One ScheduledJob and its Jobs; ``log`` has every write in order (``status``, ``create``, ``delete``)."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, schedule: str = "* * * * *") -> None:
         self.clock = clock
         self.version = 1
         self.obj: dict[str, Any] = {
@@ -49,7 +49,7 @@ class ApiServer:
             "kind": "ScheduledJob",
             "metadata": {"name": KEY[1], "namespace": KEY[0], "uid": "sj-uid", "resourceVersion": "1",
                          "generation": 1, "creationTimestamp": stamp(CREATED)},
-            "spec": {"schedule": "* * * * *", "timeZone": "Etc/UTC", "jobTemplate": {"spec": {"template": {"spec": {
+            "spec": {"schedule": schedule, "timeZone": "Etc/UTC", "jobTemplate": {"spec": {"template": {"spec": {
                 "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}},
             "status": {},
         }  # fmt: skip
@@ -90,7 +90,9 @@ class ApiServer:
     ) -> results.DeleteResult:
         raise AssertionError("a recurring object is never deleted")
 
-    async def create_job(self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str) -> results.CreateResult:
+    async def create_job(
+        self, *, namespace: str, manifest: Mapping[str, Any], owner_uid: str, encoded: bytes | None = None
+    ) -> results.CreateResult:
         self.log.append("create")
         job = copy.deepcopy(dict(manifest))
         name = job["metadata"]["name"]
@@ -128,9 +130,9 @@ class Events:
 class Operator:
     """The reconciler and the informer's deliveries: every watch event is put in the store and then planned."""
 
-    def __init__(self) -> None:
+    def __init__(self, schedule: str = "* * * * *") -> None:
         self.clock = Clock()
-        self.api = ApiServer(self.clock)
+        self.api = ApiServer(self.clock, schedule)
         self.store = Store()
         self.store.put_scheduled_job(copy.deepcopy(self.api.obj))
         self.reconciler = Reconciler(
@@ -212,3 +214,25 @@ async def test_a_pass_with_nothing_new_writes_nothing_even_under_another_token()
     operator.clock.now += timedelta(seconds=5)
     await operator.settle()
     assert operator.api.log.count("status") == writes
+
+
+async def test_a_run_whose_job_ends_within_the_hold_writes_its_start_with_its_completion() -> None:
+    """Hourly: a run's start is held while its Job runs (DESIGN §7.5) and written with its completion, so a first
+    run costs 3 API writes in all (the object's first status, the Job POST, one status write) and a recurring
+    run 2 (the Job POST, one status write) - issue 31, criterion 5 (Events apart: sent in series)."""
+    operator = Operator(schedule="0 * * * *")
+    api = operator.api
+    await operator.settle()  # the new object's first status (Ready, nextScheduleTime, the first run's reservation)
+    per_run: list[list[str]] = []
+    for _ in range(RUNS):
+        before, written = len(api.log), len(api.statuses)
+        job = await operator.run_once()
+        per_run.append(api.log[before:])
+        [write] = api.statuses[written:]
+        assert write["active"] == [] and write["recentRuns"][-1]["job"] == job, "start and completion in one write"
+        assert write["reservation"]["scheduledTime"] > write["recentRuns"][-1]["scheduledTime"]
+    assert api.log[0] == "status" and per_run[0] == ["create", "status"], per_run[0]
+    assert len(api.log[:1] + per_run[0]) == 3, "a first run: 3 API writes in all"
+    for calls in per_run[1:]:  # recurring: the Job POST, one status write (and the history's deletes)
+        assert [call for call in calls if call != "delete"] == ["create", "status"], per_run
+    assert api.obj["status"]["counters"]["succeeded"] == RUNS == api.obj["status"]["counters"]["runs"]

@@ -193,3 +193,75 @@ async def test_the_lane_waits_for_the_last_due_pass_of_the_moment() -> None:
     release.set()
     await asyncio.wait_for(run, timeout=2)
     assert sorted(order[5:]) == sorted(owing)
+
+
+async def test_a_held_write_waits_for_a_job_event_or_its_holds_end_and_another_change_serves_it() -> None:
+    """A prepared run's start (``held_until``) is not written while its Job runs: the key is held, not in the lane,
+    however idle the dispatcher is. A Job event moves it to the lane; so does the end of its hold; anything else
+    serves it at once."""
+    clock = [T0]
+    order: list[Key] = []
+    holds: dict[Key, datetime] = {}
+    stopping = asyncio.Event()
+    a, b, c = ("ns", "a"), ("ns", "b"), ("ns", "c")
+
+    async def reconcile(key: Key) -> datetime | None:
+        order.append(key)
+        if order.count(key) == 1:
+            holds[key] = T0 + timedelta(minutes=5)  # its first pass created the Job; the start's write may wait
+        else:
+            holds.pop(key, None)  # the write went out
+        return None
+
+    dispatcher = Dispatcher(reconcile=reconcile, max_concurrency=4, clock=lambda: clock[0],
+                            owes_write=holds.__contains__, held_until=holds.get)  # fmt: skip
+    for key in (a, b, c):
+        dispatcher.touch(key)
+    run = asyncio.create_task(dispatcher.run(stopping))
+    await _until(lambda: len(order) == 3)
+    for _ in range(20):  # the loop turns, nothing is due: held keys stay held
+        dispatcher._wakeup.set()
+        await asyncio.sleep(0.001)
+    assert order == [a, b, c] and not dispatcher._lane
+    assert all(key in dispatcher._holds for key in (a, b, c))
+
+    dispatcher.touch(a, soft=True)  # its Job ended: the lane serves it
+    await _until(lambda: order.count(a) == 2)
+    dispatcher.touch(b)  # the object itself changed: served at once
+    await _until(lambda: order.count(b) == 2)
+    assert order.count(c) == 1 and c in dispatcher._holds
+    clock[0] = T0 + timedelta(minutes=5)  # c's hold ends: the lane serves it
+    dispatcher._wakeup.set()
+    await _until(lambda: order.count(c) == 2)
+    assert not holds and not dispatcher._lane and not dispatcher._holds
+    stopping.set()
+    await asyncio.wait_for(run, timeout=2)
+
+
+async def test_a_job_event_during_the_pass_that_holds_puts_the_key_in_the_lane() -> None:
+    """The Job's own first event (its ADDED) can arrive while the instant's pass still runs: the key then goes to
+    the lane, whose pass looks at the Job (and holds again if it still runs)."""
+    stopping = asyncio.Event()
+    a = ("ns", "a")
+    holds: dict[Key, datetime] = {}
+    dispatcher: Dispatcher
+
+    async def reconcile(key: Key) -> datetime | None:
+        holds[key] = T0 + timedelta(minutes=5)
+        dispatcher.touch(key, soft=True)
+        stopping.set()
+        return None
+
+    dispatcher = Dispatcher(reconcile=reconcile, max_concurrency=1, clock=lambda: T0,
+                            owes_write=holds.__contains__, held_until=holds.get)  # fmt: skip
+    dispatcher.touch(a)
+    await asyncio.wait_for(dispatcher.run(stopping), timeout=2)
+    await asyncio.sleep(0)
+    assert a in dispatcher._lane and a not in dispatcher._holds
+
+
+async def test_a_forgotten_key_leaves_its_hold() -> None:
+    dispatcher = Dispatcher(reconcile=Passes(done=lambda order: True), max_concurrency=1, clock=lambda: T0)
+    dispatcher._holds.set(("ns", "a"), T0)
+    dispatcher.forget(("ns", "a"))
+    assert ("ns", "a") not in dispatcher._holds
