@@ -61,9 +61,14 @@ def change_object(store: Any, now: list[datetime]) -> None:
 
 
 def a_job_appears(store: Any, now: list[datetime]) -> None:
-    meta = {"name": "nightly-manual", "namespace": KEY[0], "uid": "m", "resourceVersion": "5",
-            "labels": {"sundial.dev/scheduledjob": KEY[1]},
-            "ownerReferences": [{"uid": "sj-uid", "controller": True, "kind": "ScheduledJob", "name": KEY[1]}]}
+    meta = {
+        "name": "nightly-manual",
+        "namespace": KEY[0],
+        "uid": "m",
+        "resourceVersion": "5",
+        "labels": {"sundial.dev/scheduledjob": KEY[1]},
+        "ownerReferences": [{"uid": "sj-uid", "controller": True, "kind": "ScheduledJob", "name": KEY[1]}],
+    }
     store.put_job({"metadata": meta, "spec": {}, "status": {}})  # fmt: skip
 
 
@@ -101,7 +106,7 @@ async def test_a_run_later_than_its_catch_up_window_is_planned_again_and_missed(
 
 
 async def test_a_run_whose_claim_must_be_written_first_is_not_kept() -> None:
-    rec, _, api, planner, now = prepared(body(reservation=None))
+    rec, _, api, _, now = prepared(body(reservation=None))
     assert not rec.prepare(KEY, NOMINAL), "nothing reserved: the claim is a status write, not the instant's alone"
     now[0] = NOMINAL + timedelta(milliseconds=200)
     await rec.reconcile(KEY)
