@@ -21,18 +21,17 @@ With ``priority_share`` > 0 (``--set herd_priority_share=0.1``) that share of Su
 k-th one, spread over the namespaces) has ``spec.priority: 100`` and the report adds ``priority``: the
 lag summaries and the time to the last Job of the high-priority share and of the rest (DESIGN §4.3).
 
-Each contender is measured in two windows: the **instant** (1 s before the nominal time until the watcher has
-seen the last Job) and, with ``settle_writes`` (the cost scenario), the **whole** (just before the objects are
-created until the API server's writes have settled): CPU seconds of the operator, the API server and the
-controller manager, the API server's requests and handler time by kind (:mod:`bench.window`), and, where
-``perf`` and ``go`` are found (``--set apiserver_profile=0`` to skip), a CPU profile of the API server over the
-instant classified by request kind (:mod:`bench.apiprofile`). CPU seconds are read from ``/proc`` for every
-process of the run: the API server, etcd, the controller manager, the scheduler, kwok, the operator, the
-independent watcher and the bench itself (``bench``: the raw client's process, which for the other contenders
-only polls). The first repetition of each contender also weighs one of its Jobs (``job_bytes``: compact JSON
-sent, and the Job as a GET returns it); ``raw-shaped``'s also weighs the previous version's shape (run stamps on
-the pod template too) for comparison.
-"""
+Each contender is measured in two windows: the **instant** (1 s before the nominal time until the watcher has seen
+the last Job) and, with ``settle_writes`` (the cost scenario), the **whole** (just before the objects are created
+until the API server's writes have settled): CPU seconds of the operator, the API server and the controller manager,
+the API server's requests and handler time by kind (:mod:`bench.window`), and, where ``perf`` and ``go`` are found
+(``--set apiserver_profile=0`` to skip), a CPU profile of the API server over the instant classified by request kind
+(:mod:`bench.apiprofile`). ``--profile`` records the operator with py-spy (``BENCH_PROFILE_NATIVE=1``: with its C
+frames, where the garbage collector shows). CPU seconds are read from ``/proc`` for every process of the run: the
+API server, etcd, the controller manager, the scheduler, kwok, the operator, the independent watcher and the bench
+itself (``bench``: the raw client's process, which for the other contenders only polls). The first repetition of
+each contender also weighs one of its Jobs (``job_bytes``: compact JSON sent, and the Job as a GET returns it);
+``raw-shaped``'s also weighs the previous version's shape (run stamps on the pod template too) for comparison."""
 
 from __future__ import annotations
 
@@ -185,7 +184,8 @@ class Herd:
             await wait_until(at - 2.0)
             profiler = subprocess.Popen(
                 [PY_SPY, "record", "--pid", str(operator.pid), "--rate", "250", "--format", "raw",
-                 "--output", str(self.out / f"{self.name}-profile.txt"), "--nonblocking"],
+                 "--output", str(self.out / f"{self.name}-profile.txt"), "--nonblocking",
+                 *(["--native"] if os.environ.get("BENCH_PROFILE_NATIVE") == "1" else [])],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
         instant_before, instant_after, perf_data = await self._instant(
