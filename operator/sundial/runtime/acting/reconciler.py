@@ -141,8 +141,8 @@ class Reconciler:
         # Owed writes are decided anew by every pass: one that ends early (not acting, gone, contended, failed)
         # owes nothing more - the next pass that acts records what is owed.
         lane = self._owed.pop(key, False) is not False
-        shard = fencing.shard_of(self._store.uid(key) or "", self._lead.shards)
-        if not self._lead.acting(shard):
+        shard = self.shard_of(key)
+        if shard is None or not self._lead.acting(shard):
             return PassOutcome.NOT_ACTING, None
         claimed = False
         ready = self._ready(key, shard, version, lane=lane)
@@ -192,11 +192,9 @@ class Reconciler:
         Jobs (:mod:`sundial.runtime.acting.ahead`): the pass at AT then sends them without planning again."""
         if not self._prepared_runs or key in self._owed or key in self._synthetic:
             return False  # without a reservation to use, the instant's pass claims first: nothing to send alone
+        shard = self.shard_of(key)
         body = self._store.scheduled_job(key)
-        if body is None:
-            return False
-        shard = fencing.shard_of(str(body["metadata"].get("uid", "")), self._lead.shards)
-        if not self._lead.acting(shard):
+        if body is None or shard is None or not self._lead.acting(shard):
             return False
         obj = self.compiled.read(key, body)
         if self._recompile_wait(key, obj) > 0:
@@ -223,7 +221,7 @@ class Reconciler:
         )  # fmt: skip
         return ready if usable else None
 
-    def _calendar_versions(self, key: Key, obj: model.ScheduledJob) -> object:
+    def _calendar_versions(self, key: Key, obj: model.ScheduledJob) -> Any:
         refs = obj.spec.calendar_refs if obj.spec is not None else ()
         return self._store.calendars.versions(key[0], refs)
 
@@ -273,8 +271,7 @@ class Reconciler:
         return True
 
     def _recompile_wait(self, key: Key, obj: model.ScheduledJob) -> float:
-        refs = obj.spec.calendar_refs if obj.spec is not None else ()
-        return self.compiled.deferral(key, obj, self._store.calendars.versions(key[0], refs))
+        return self.compiled.deferral(key, obj, self._calendar_versions(key, obj))
 
     def _context(
         self, key: Key, shard: int, obj: model.ScheduledJob, *, lane: bool, now: datetime | None = None

@@ -171,8 +171,9 @@ class Dispatcher:
                     self._lane.pop(key, None)
                     await self._start(key, lane=False)
                 await self._serve_lane()
-                self._prepare_before(self.index.next_due())
-                self._warm_before(self.index.next_due())
+                upcoming = self.index.next_due()
+                self._prepare_before(upcoming)
+                self._warm_before(upcoming)
                 self._on_index_size(len(self.index))
                 await self._sleep(stopping)
         finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from datetime import datetime
 from typing import Generic, TypeVar
 
@@ -57,35 +57,30 @@ class DueIndex(Generic[K]):
         self._clean_head()
         return self._heap[0][0] if self._heap else None
 
-    def count_until(self, at: datetime, *, limit: int) -> int:
-        """How many keys are due at or before ``at``, counting at most ``limit`` (a walk of the heap's top, never
-        of the whole index)."""
-        count, stack = 0, [0]
-        while stack and count < limit:
+    def _until(self, at: datetime) -> Iterator[tuple[datetime, int, K]]:
+        """The live heap entries due at or before ``at``, in no order (a walk of the heap's top, never of the whole
+        index: below an entry due later nothing is due earlier)."""
+        stack = [0]
+        while stack:
             i = stack.pop()
             if i >= len(self._heap) or self._heap[i][0] > at:
-                continue  # the heap's order: nothing below is due earlier
-            when, _, key = self._heap[i]
-            count += self._due.get(key) == when
+                continue
+            entry = self._heap[i]
+            if self._due.get(entry[2]) == entry[0]:
+                yield entry
             stack += (2 * i + 1, 2 * i + 2)
-        return count
+
+    def count_until(self, at: datetime, *, limit: int) -> int:
+        """How many keys are due at or before ``at``, counting at most ``limit``."""
+        return sum(1 for _ in itertools.islice(self._until(at), limit))
 
     def due_at(self, key: K) -> datetime | None:
         return self._due.get(key)
 
     def due_between(self, after: datetime | None, until: datetime, *, limit: int) -> list[tuple[K, datetime]]:
         """Up to ``limit`` keys due after ``after`` (None: any time) and at or before ``until``, with their due
-        times, earliest first (a walk of the heap's top, never of the whole index)."""
-        found: list[tuple[datetime, int, K]] = []
-        stack = [0]
-        while stack:
-            i = stack.pop()
-            if i >= len(self._heap) or self._heap[i][0] > until:
-                continue  # the heap's order: nothing below is due earlier
-            entry = self._heap[i]
-            if (after is None or entry[0] > after) and self._due.get(entry[2]) == entry[0]:
-                found.append(entry)
-            stack += (2 * i + 1, 2 * i + 2)
+        times, earliest first."""
+        found = [entry for entry in self._until(until) if after is None or entry[0] > after]
         return [(key, at) for at, _, key in heapq.nsmallest(limit, found)]
 
     def pop_due(self, now: datetime, *, limit: int | None = None) -> list[K]:
