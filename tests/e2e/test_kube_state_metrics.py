@@ -50,9 +50,17 @@ CHART = REPO / "charts" / "sundial"
 RECORDING = REPO / "tests" / "unit" / "packaging" / "promtool" / "series" / "recorded.json"
 PREFIX = "kube_sundial_scheduledjob"
 #: The operator's series that exist only once what they count has happened (a labelled counter whose labels name
-#: the failure: it has no sample before the first). Whether one appears depends on the run (a watch that broke),
-#: so the live-versus-recorded comparison leaves them out on both sides.
-AFTER_A_FAILURE = frozenset({"sundial_informer_failures_total", "sundial_informer_failures_created"})
+#: the failure: it has no sample before the first). Whether one appears depends on the run (a watch that broke, a
+#: listing again after the API server answered 410 Expired), so the live-versus-recorded comparison leaves them out
+#: on both sides.
+AFTER_A_FAILURE = frozenset(
+    {
+        "sundial_informer_failures_total",
+        "sundial_informer_failures_created",
+        "sundial_informer_relists_total",
+        "sundial_informer_relists_created",
+    }
+)
 #: Labels kube-state-metrics adds to every CustomResourceState series.
 CR_LABELS = {
     "customresource_group": "sundial.dev",

@@ -40,10 +40,12 @@ RESERVE_AHEAD = timedelta(minutes=5)
 written on its own, in the low-priority lane, once its run is due within this long (DESIGN §7.5); a status
 write the object gets anyway always carries the current one."""
 
-HOLD_START = timedelta(minutes=5)
+HOLD_START = timedelta(seconds=10)
 """After a prepared run's Job is created, the status write that records its start waits for the Job's end (so one
 write records the start and the completion) while nothing else needs writing, at most this long after its instant
-(DESIGN §7.5): ``status.active`` lags a running Job by at most this much."""
+(DESIGN §7.5): ``status.active`` lags a running Job by at most this much (plus the lane's wait), as the CronJob
+controller's does, so ``kubectl get``, ``describe`` and the exported ``running`` state see a run that is still
+going within seconds. A short Job (the herd's, most first runs) ends within it: one write for start and end."""
 
 HOLD_MARGIN = timedelta(minutes=1)
 """... and ends this long before the next run's instant, so that the write (in the low-priority lane, served within

@@ -178,7 +178,7 @@ class Used:
     spec: dict[str, Any] = field(default_factory=dict)
     generation: int = 1
     stored: dict[str, Any] = field(default_factory=dict)
-    now: datetime = NEXT + timedelta(seconds=10)
+    now: datetime = NEXT + timedelta(seconds=5)
     expect_active: tuple[str, ...] = ()
     expect_recent: tuple[tuple[datetime, RunResult], ...] = ()
     expect_pending: tuple[int, ...] = ()

@@ -101,14 +101,14 @@ async def test_a_first_run_costs_its_first_status_the_job_post_and_one_write_for
     rec, api, store, now = setup()
     await first_status_and_instant(rec, api, now)
 
-    for seconds in (2, 30, 120):  # the Job's own events while it runs (created, pod started, ready): nothing written
+    for seconds in (1, 4, 8):  # the Job's own events while it runs (created, pod started, ready): nothing written
         now[0] = NOMINAL + timedelta(seconds=seconds)
         await rec.reconcile(KEY)
         assert api.writes == ["write@1", f"create:{JOB}"]
         assert rec.held_until(KEY) == NOMINAL + HOLD_START
 
-    store.put_job(finished_job(NOMINAL + timedelta(seconds=150)))  # the Job ends 150 s after the instant
-    now[0] = NOMINAL + timedelta(seconds=151)
+    store.put_job(finished_job(NOMINAL + timedelta(seconds=9)))  # the Job ends 9 s after the instant
+    now[0] = NOMINAL + timedelta(seconds=9, milliseconds=500)
     await rec.reconcile(KEY)
     assert api.writes == ["write@1", f"create:{JOB}", "write@2"], "3 API writes in all for the first run"
     written = model.parse_status(api.statuses[-1])
