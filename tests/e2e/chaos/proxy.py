@@ -61,7 +61,12 @@ class Request:
 
     @property
     def is_write(self) -> bool:
-        return self.method in WRITE_METHODS
+        """A request that may change what the API server stores. Not: a review (SelfSubjectReview,
+        SubjectAccessReview, ...: a POST that only asks - a replica asks who it is before it names its
+        Lease's owner, whether it holds that Lease or not) and a dry run (``dryRun=All``: the fencing probe)."""
+        if self.method not in WRITE_METHODS:
+            return False
+        return not (self.resource.endswith("reviews") or "dryRun=All" in self.path)
 
     @property
     def resource(self) -> str:
