@@ -31,6 +31,7 @@ from sundial.runtime.coordination.guards import Guards, self_checks
 from sundial.runtime.coordination.inflight import InFlight
 from sundial.runtime.coordination.leadership import Leadership, Sharding
 from sundial.runtime.coordination.members import member_lease_name
+from sundial.runtime.dispatch.collector import Collector
 from sundial.runtime.dispatch.dispatcher import Dispatcher
 from sundial.runtime.serving import access, admission, certrotators, metricstls, probes, probethread, watchdog
 from sundial.runtime.serving.metrics import Metrics
@@ -286,6 +287,7 @@ def _dispatcher(
         awaiting_watch=reconciler.unseen.waiting,
         warm=warm,
         prepare=reconciler.prepare,
+        collector=Collector(),
     )
 
 

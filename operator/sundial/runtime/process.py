@@ -23,6 +23,7 @@ from aiohttp import web
 from sundial.runtime.acting import sender
 from sundial.runtime.acting.reconciler import Planner
 from sundial.runtime.assembly import Parts, build
+from sundial.runtime.dispatch import collector
 from sundial.runtime.serving import certrotators, heap, probes, watchdog
 from sundial.runtime.settings import Settings
 
@@ -170,4 +171,5 @@ async def _shut_down(
 
 async def _dispatch_when_ready(parts: Parts) -> None:
     await parts.readiness.ready.wait()
+    collector.settle()  # what the initial listing left alive is left out of later full collections
     await parts.dispatcher.run(parts.stopping)

@@ -149,7 +149,9 @@ class Effects:
                     self._metrics.runs.started.inc()
                     lag = (self._clock() - action.scheduled_time).total_seconds()
                     self._metrics.runs.schedule_lag.observe(max(lag, 0.0))
-                logger.info("created Job %s/%s (attempt %d)", key[0], name, action.attempt)
+                # Debug, as the CronJob controller logs it at V(4): the SuccessfulCreate Event and
+                # sundial_runs_started_total record every create; a herd of 2,000 is not 2,000 info lines.
+                logger.debug("created Job %s/%s (attempt %d)", key[0], name, action.attempt)
             case results.Adopted(body=body):
                 self._store.put_job(body)
                 logger.info("adopted existing Job %s/%s", key[0], name)
