@@ -398,27 +398,23 @@ def test_successful_jobs_history_limit(cluster: Cluster, ns: str) -> None:
         message="suspended",
     )
 
-    def finished_successful() -> list[str]:
-        return [
-            job["metadata"]["name"]
-            for job in _jobs(cluster, ns, "pruned", live=True)
+    def kept_alone() -> dict[str, Any] | None:
+        """The one successful Job left, if it is the newest Job (one listing per poll)."""
+        jobs = _jobs(cluster, ns, "pruned", live=True)
+        finished = [
+            job
+            for job in jobs
             if any(
                 c.get("type") == "Complete" and c.get("status") == "True"
                 for c in job.get("status", {}).get("conditions") or []
             )
         ]
-
-    def newest() -> str:
-        return str(max(_jobs(cluster, ns, "pruned", live=True), key=_nominal)["metadata"]["name"])
+        newest = max(jobs, key=_nominal, default=None)
+        return finished[0] if len(finished) == 1 and finished[0] is newest else None
 
     # The newest one is kept, once it has finished too (the run due as the suspend landed may still be running,
     # an older one then being the only finished one for a moment): a pruning that kept an older run never gets here.
-    cluster.wait_for(
-        lambda: finished_successful() == [newest()],
-        timeout=30,
-        message="only the newest successful Job kept",
-    )
-    [kept] = [j for j in _jobs(cluster, ns, "pruned", live=True) if j["metadata"]["name"] == newest()]
+    kept = cluster.wait_for(kept_alone, timeout=30, message="only the newest successful Job kept")
     assert _nominal(kept) == _parse(_status(cluster, ns, "pruned")["lastScheduleTime"]), "the last run's Job is kept"
 
 

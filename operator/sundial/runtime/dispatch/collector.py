@@ -10,8 +10,9 @@ planning ahead (measured with a ``gc.callbacks`` probe, 2026-12-06).
   passes are done (the dispatcher decides), the collector does not run; objects freed by reference counting (nearly
   all) are freed as ever, only reference cycles wait. Never longer than :data:`MAX_PAUSE`, so what waits is bounded
   by what the operator allocates in that long.
-* :meth:`Collector.resume`: the collector runs again (its next collection takes what waited), unless the process
-  had it disabled before the pause.
+* :meth:`Collector.resume`: the collector runs again, unless the process had it disabled before the pause, and at
+  once collects the young generations - everything allocated during the pause, nothing older - so what waited is
+  reclaimed at each pause's end, however often crowded instants (a tenant's choice) come.
 * :func:`settle`: once the initial listing is indexed, one full collection, then everything still alive (modules,
   classes, the store) moves to the permanent generation (``gc.freeze``), which later full collections do not
   walk: they walk only what was allocated since. A reference cycle among those frozen objects that becomes garbage
@@ -40,8 +41,9 @@ class Collector:
         enabled: Callable[[], bool] = gc.isenabled,
         disable: Callable[[], None] = gc.disable,
         enable: Callable[[], None] = gc.enable,
+        collect: Callable[[int], object] = gc.collect,
     ) -> None:
-        self._enabled, self._disable, self._enable = enabled, disable, enable
+        self._enabled, self._disable, self._enable, self._collect = enabled, disable, enable, collect
         self._since: datetime | None = None
         self.until: datetime | None = None
         """The instant whose due passes the pause is for (None: not paused)."""
@@ -67,6 +69,7 @@ class Collector:
             return
         self._since = self.until = None
         self._enable()
+        self._collect(1)  # what the pause allocated is all in the young generations
 
 
 def settle() -> None:

@@ -217,8 +217,8 @@ class Dispatcher:
         collector = self._collector
         if collector is None or not collector.paused:
             return
-        done = collector.until is not None and now >= collector.until
-        if collector.overdue(now) or (done and not len(self.queue) and len(self._inflight) == self._lane_running):
+        done = collector.until is not None and now >= collector.until and not len(self.queue)
+        if collector.overdue(now) or (done and len(self._inflight) == self._lane_running):
             collector.resume()
 
     def _lane_open(self) -> bool:

@@ -19,9 +19,15 @@ class FakeGc:
     def __init__(self, *, enabled: bool = True) -> None:
         self.enabled = enabled
         self.changes: list[str] = []
+        self.collected: list[int] = []
+        """The generations collected explicitly (``gc.collect``)."""
 
     def collector(self) -> Collector:
-        return Collector(enabled=lambda: self.enabled, disable=self.disable, enable=self.enable)
+        return Collector(enabled=lambda: self.enabled, disable=self.disable, enable=self.enable, collect=self.collect)
+
+    def collect(self, generation: int) -> int:
+        self.collected.append(generation)
+        return 0
 
     def disable(self) -> None:
         self.enabled = False
@@ -43,6 +49,17 @@ def test_a_pause_disables_once_extends_to_the_latest_instant_and_ends_on_resume(
     collector.resume()
     collector.resume()
     assert gc.changes == ["disable", "enable"] and not collector.paused and gc.enabled
+
+
+def test_each_pause_ends_with_a_collection_of_what_it_allocated() -> None:
+    """However often crowded instants come (a tenant picks them), the cycles a pause left are reclaimed at its
+    end: the young generations, where everything allocated during the pause is."""
+    gc = FakeGc()
+    collector = gc.collector()
+    for i in range(3):
+        collector.pause(T0 + timedelta(seconds=10 * i), until=T0 + timedelta(seconds=10 * i + 5))
+        collector.resume()
+    assert gc.collected == [1, 1, 1]
 
 
 def test_a_collector_the_process_disabled_stays_disabled() -> None:
