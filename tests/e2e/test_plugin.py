@@ -143,6 +143,20 @@ def test_redrive_wait_gives_a_dead_letter_a_new_attempt(cluster: Cluster, ns: st
         timeout=20,
         message="a redrive attempt",
     )
+    # runs: the Jobs (found by the operator's label selector) and the status, the redrive's attempt first.
+    rows = json.loads(plugin(cluster, "runs", "flaky", "-n", ns, "-o", "json").stdout)
+    assert rows[0]["trigger"] == "redrive" and rows[0]["job"], rows
+    assert rows[1]["outcome"] == "Failed" and rows[1]["trigger"] in ("schedule", "catch-up"), rows
+    assert rows[0]["attempt"] > rows[1]["attempt"], rows
+    assert len({row["scheduledTime"] for row in rows}) == 1, rows  # one run, two attempts
+
+    # describe ends with the object's own Events (the API server's involvedObject.uid field selector).
+    def described_events() -> str | None:
+        events = plugin(cluster, "describe", "flaky", "-n", ns).stdout.partition("\nEvents:\n")[2]
+        return events if "Redriven" in events else None
+
+    events = cluster.wait_for(described_events, timeout=20, message="the Redriven Event in describe")
+    assert "DeadLettered" in events and "SuccessfulCreate" in events, events
 
 
 def test_suspend_and_resume_patch_the_spec_with_a_gitops_warning(cluster: Cluster, ns: str) -> None:
