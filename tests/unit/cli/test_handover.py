@@ -197,3 +197,37 @@ def test_import_hand_over_prints_what_it_did(
     assert "cronjob.batch/hello suspended (namespace team-a); its last run: 2026-12-05T09:00:00Z" in out
     assert "counted as active: hello-29421180" in out
     assert "scheduledjob.sundial.dev/hello created" in out
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "tool"),
+    [
+        ({}, {"argocd.argoproj.io/tracking-id": "app:batch/CronJob:team-a/hello"}, "Argo CD"),
+        ({"argocd.argoproj.io/instance": "app"}, {}, "Argo CD"),
+        ({"kustomize.toolkit.fluxcd.io/name": "apps"}, {}, "Flux"),
+        ({"app.kubernetes.io/managed-by": "Helm"}, {"meta.helm.sh/release-name": "r"}, "Helm"),
+        ({"app.kubernetes.io/managed-by": "kustomize"}, {}, ""),
+    ],
+)
+def test_a_cronjob_a_gitops_tool_tracks_is_named_in_a_warning(
+    run: Run,
+    fake: FakeCronJobCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    tool: str,
+) -> None:
+    # Its next sync could write suspend: false back (Argo CD's self-heal): the user must change the source too.
+    fake.cronjobs["hello"]["metadata"].update(labels=labels, annotations=annotations)
+    monkeypatch.setattr(handover.time, "sleep", lambda seconds: None)
+    code, out, err = run(fake, "import", "cronjob/hello", "--hand-over")
+    assert code == 0, err
+    assert "scheduledjob.sundial.dev/hello created" in out
+    warned = [line for line in err.splitlines() if line.startswith("warning: ")]
+    if tool:
+        assert warned == [
+            f"warning: {tool} manages cronjob.batch/hello (namespace team-a): set suspend: true in its source too, "
+            "or its next sync can write suspend: false back, and then both run"
+        ]
+    else:
+        assert warned == []

@@ -21,7 +21,9 @@ The steps, each safe to repeat, so a hand-over stopped anywhere is completed by 
    not is an error (the hand-over stops, the CronJob stays suspended).
 
 Before step 5 only the suspended CronJob exists (nothing runs, nothing is lost: the ScheduledJob catches up the
-times in between under ``catchUp.window``); after it only the ScheduledJob fires. Never both.
+times in between under ``catchUp.window``); after it only the ScheduledJob fires. Never both - unless a tool that
+owns the CronJob writes ``suspend: false`` back (Argo CD's self-heal, Flux): a CronJob that such a tool tracks is
+named in a warning (:func:`managed_by`), and its source must be changed too.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class HandOverResult:
     last_run: datetime | None = None
     adopted: list[str] = field(default_factory=list)
     created: bool = False
+    managed_by: str = ""
+    """The tool that tracks the CronJob (:func:`managed_by`), "" when none is recognised."""
 
     def describe(self) -> str:
         last = format_rfc3339(self.last_run) if self.last_run else "never"
@@ -76,6 +80,15 @@ class HandOverResult:
         ]
         return "\n".join(lines)
 
+    def warning(self) -> str:
+        """What the user must still do in the CronJob's source ("" when no tool is known to track it)."""
+        if not self.managed_by:
+            return ""
+        return (
+            f"warning: {self.managed_by} manages cronjob.batch/{self.cronjob} (namespace {self.namespace}): set "
+            "suspend: true in its source too, or its next sync can write suspend: false back, and then both run"
+        )
+
 
 def hand_over(
     kubectl: Kubectl, cronjob: Mapping[str, Any], conversion: Conversion, *, now: Clock, sleep: Sleep = time.sleep
@@ -83,7 +96,7 @@ def hand_over(
     """Steps 1-5 of the module docstring for one CronJob and its :class:`Conversion`."""
     meta = cronjob.get("metadata") or {}
     namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
-    result = HandOverResult(cronjob=name, namespace=namespace)
+    result = HandOverResult(cronjob=name, namespace=namespace, managed_by=managed_by(cronjob))
     existing = _scheduled_job(kubectl, namespace, conversion.name)
     uid = str(meta.get("uid", ""))
     if existing is not None and not _handed_over_from(existing, uid):
@@ -142,6 +155,26 @@ def suspend(
             continue
         return json.loads(written), was, at, True
     raise PluginError(f"the CronJob changed {CONFLICT_RETRIES} times while it was being suspended: try again")
+
+
+#: Metadata by which GitOps and packaging tools mark what they track: (annotation or label key, tool).
+_TRACKERS: Final = (
+    ("argocd.argoproj.io/tracking-id", "Argo CD"),
+    ("argocd.argoproj.io/instance", "Argo CD"),
+    ("kustomize.toolkit.fluxcd.io/name", "Flux"),
+    ("helm.toolkit.fluxcd.io/name", "Flux"),
+    ("meta.helm.sh/release-name", "Helm"),
+)
+
+
+def managed_by(cronjob: Mapping[str, Any]) -> str:
+    """The tool whose marks the CronJob carries (it may undo the suspension at its next sync); "" if none."""
+    meta = cronjob.get("metadata") or {}
+    marks = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
+    found = [tool for key, tool in _TRACKERS if key in marks]
+    if not found and marks.get("app.kubernetes.io/managed-by") == "Helm":
+        found.append("Helm")
+    return found[0] if found else ""
 
 
 def _mark(meta: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -86,7 +86,10 @@ def run(args: argparse.Namespace, kubectl: Kubectl, now: Clock) -> int:
             continue
         if args.hand_over:
             try:
-                print(handover.hand_over(kubectl, cronjob, conversion, now=now).describe())
+                done = handover.hand_over(kubectl, cronjob, conversion, now=now)
+                print(done.describe())
+                if done.warning():
+                    print(done.warning(), file=sys.stderr)
             except PluginError as error:
                 print(f"error: {where}: hand-over stopped: {error}", file=sys.stderr)
                 failed += 1
