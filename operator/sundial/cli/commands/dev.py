@@ -30,6 +30,27 @@ def _kubectl(kubeconfig: Path, *args: str) -> None:
     subprocess.run(["kubectl", f"--kubeconfig={kubeconfig}", *args], check=True)
 
 
+def operator_command(kubeconfig: Path, *, metrics_port: int, health_port: int) -> list[str]:
+    """``sundial run`` against the sandbox. Unfenced: the sandbox installs no fencing policy, and the operator runs
+    as the sandbox's admin user, whom a policy naming the operator's ServiceAccount would not match; with the
+    default ``--fencing-policy`` every probe would log "fencing is NOT enforced" at ERROR and raise a Warning
+    Event. One replica needs no fencing."""
+    return [
+        sys.executable,
+        "-m",
+        "sundial",
+        "run",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--metrics-port",
+        str(metrics_port),
+        "--health-port",
+        str(health_port),
+        "--fencing-policy",
+        "",
+    ]
+
+
 def _run(args: argparse.Namespace) -> int:
     require_sandbox("dev")
     from sundial_sandbox import (  # noqa: PLC0415 - a dev tool, not in the sundial wheel
@@ -61,21 +82,12 @@ def _run(args: argparse.Namespace) -> int:
         f"  kubectl get scheduledjobs -A -o wide --watch\n"
         f"  kubectl get jobs -A --watch\n"
         f"Metrics: http://127.0.0.1:{args.metrics_port}/metrics   Ctrl-C stops the operator; "
-        f"'sundial sandbox stop --dir {directory}' stops the cluster.\n",
+        f"'sundial sandbox stop --dir {directory}' stops the cluster.\n"
+        f"One replica, unfenced (--fencing-policy ''): the sandbox installs no fencing policy and the operator runs "
+        f"as the sandbox's admin, not a ServiceAccount; a chart install is fenced (docs/fencing.md).\n",
         file=sys.stderr,
     )
-    command = [
-        sys.executable,
-        "-m",
-        "sundial",
-        "run",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--metrics-port",
-        str(args.metrics_port),
-        "--health-port",
-        str(args.health_port),
-    ]
+    command = operator_command(kubeconfig, metrics_port=args.metrics_port, health_port=args.health_port)
     process = subprocess.Popen(command, env=os.environ.copy())
 
     def forward(signum: int, _frame: object) -> None:
