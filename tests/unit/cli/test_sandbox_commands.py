@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sundial.cli.commands import main
+from sundial.cli.commands import dev, main
 
 COMMANDS = [["dev"], ["sandbox", "start"], ["sandbox", "stop"]]
 
@@ -69,8 +69,6 @@ def test_sandbox_start_takes_real_node_and_passes_it_to_the_sandbox(
 def test_dev_runs_the_operator_unfenced_against_the_sandbox(tmp_path: Path) -> None:
     """The sandbox has no fencing policy and the operator runs as its admin: with the default policy name every
     probe would log "fencing is NOT enforced" at ERROR on a new user's first ``make dev``."""
-    from sundial.cli.commands import dev  # noqa: PLC0415 - imports nothing of the sandbox tool at module level
-
     command = dev.operator_command(tmp_path / "kubeconfig", metrics_port=18080, health_port=18081)
     assert command[:3] == [sys.executable, "-m", "sundial"]
     args = main.build_parser().parse_args(command[3:])
